@@ -1,0 +1,39 @@
+# gomase — the two commands users run are `make labs` and `make test`.
+# Every Go build here uses GOEXPERIMENT=simd (the Go backend's AVX2/AVX-512
+# matmul kernels); a plain build works too, only slower.
+export GOEXPERIMENT := simd
+export GOMLX_BACKEND ?= go
+export GOFLAGS ?= -mod=mod
+
+GO ?= go
+REPORTS ?= reports
+
+.PHONY: setup labs test vet unit notebooks build fmt
+
+## setup: install Jupyter (Debian), GoNB/goimports/gopls (pinned) and the "Go (gomase)" kernelspec; idempotent.
+setup:
+	bash kernel/setup.sh
+
+## build: compile the mase CLI into bin/mase.
+build:
+	$(GO) build -o bin/mase ./cmd/mase
+
+## labs: set up, then execute every notebook and write HTML reports to $(REPORTS)/.
+labs: setup build
+	bin/mase labs --out $(REPORTS)
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test ./...
+
+## notebooks: execute every notebook in quick mode (what CI runs).
+notebooks: build
+	bin/mase labs --quick --out $(REPORTS)/quick
+
+## test: set up, vet, unit tests, then every notebook in quick mode.
+test: setup vet unit notebooks
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,82 @@
+// Command mase is the gomase command line: it traces and draws models, runs
+// passes, tokenizes text and executes the lab notebooks headless.
+//
+// Each subcommand lives in its own file and registers itself in init with
+// register; main only dispatches.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one `mase <name>` subcommand.
+type command struct {
+	name  string // the word after `mase`
+	usage string // one line: the arguments it takes
+	short string // one line: what it does
+	// run executes the subcommand with the arguments after its name.
+	run func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; it is called from the init of each file.
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("mase: subcommand registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: mase <command> [arguments]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-10s %s\n             %s\n", n, c.short, "mase "+n+" "+c.usage)
+	}
+}
+
+// run dispatches args (without the program name) and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(stderr, "mase: unknown command %q (allowed: %s)\n", args[0], strings.Join(names, ", "))
+		return 2
+	}
+	if err := c.run(args[1:], stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "mase %s: %v\n", c.name, oneLine(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+// oneLine folds a multi-line error message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}

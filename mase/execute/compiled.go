@@ -1,0 +1,194 @@
+package execute
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// Compiled runs a whole MaseGraph as one GoMLX computation, JIT-compiled
+// once per set of input shapes and cached (the compiled execution mode).
+type Compiled struct {
+	mg      *ir.Graph
+	m       *nn.Model
+	mode    Mode
+	inputs  []string // placeholder targets, in graph order
+	capture bool     // return every intermediate tensor (shape propagation)
+	exec    *model.Exec
+
+	mu sync.Mutex
+	// traced records, per build, which MaseGraph nodes the flat outputs
+	// belong to and the non-tensor values seen while building.
+	traced *buildRecord
+}
+
+// buildRecord remembers how the flat outputs of one build map back to nodes.
+type buildRecord struct {
+	outputs  []*ir.Node // for capture mode: the node of each flat output
+	nOutputs int        // number of tensors in the output node's value
+	consts   Values     // values that are Go constants (shape arithmetic)
+	outTuple bool       // the output node holds a tuple
+}
+
+// Compile prepares mg for execution with the parameters of m on the
+// default backend.
+func Compile(m *nn.Model, mg *ir.Graph, mode Mode) (*Compiled, error) {
+	be, err := backend.Default()
+	if err != nil {
+		return nil, err
+	}
+	return CompileOn(be, m, mg, mode, false)
+}
+
+// CompileOn is Compile on a given backend. With capture set, Run returns
+// every intermediate tensor too (see RunCapture).
+func CompileOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, capture bool) (*Compiled, error) {
+	if err := mg.Lint(); err != nil {
+		return nil, err
+	}
+	c := &Compiled{mg: mg, m: m, mode: mode, capture: capture}
+	for _, p := range mg.Placeholders() {
+		c.inputs = append(c.inputs, p.Target)
+	}
+	fn := func(scope *model.Scope, ins []*graph.Node) []*graph.Node {
+		byName := make(map[string]*graph.Node, len(ins))
+		for i, name := range c.inputs {
+			byName[name] = ins[i]
+		}
+		g := ins[0].Graph()
+		vals, err := Build(g, scope, m, mg, byName, mode)
+		if err != nil {
+			panic(err)
+		}
+		rec := &buildRecord{consts: Values{}}
+		var outs []*graph.Node
+		outVal := vals[mg.OutputNode()]
+		switch v := outVal.(type) {
+		case *graph.Node:
+			outs = append(outs, v)
+		case []any:
+			rec.outTuple = true
+			for i, e := range v {
+				n, ok := e.(*graph.Node)
+				if !ok {
+					panic(fmt.Errorf("output %d is %T, not a tensor", i, e))
+				}
+				outs = append(outs, n)
+			}
+		default:
+			panic(fmt.Errorf("graph output is %T, want a tensor or a tuple of tensors", outVal))
+		}
+		rec.nOutputs = len(outs)
+		for _, n := range mg.Nodes() {
+			switch v := vals[n].(type) {
+			case *graph.Node:
+				if c.capture && n.Op != ir.Output {
+					rec.outputs = append(rec.outputs, n)
+					outs = append(outs, v)
+				}
+			default:
+				rec.consts[n] = v
+			}
+		}
+		c.mu.Lock()
+		c.traced = rec
+		c.mu.Unlock()
+		return outs
+	}
+	if len(c.inputs) == 0 {
+		return nil, fmt.Errorf("graph has no placeholder inputs")
+	}
+	exec, err := model.NewExec(be, m.Store, fn)
+	if err != nil {
+		return nil, fmt.Errorf("creating executor: %w", err)
+	}
+	c.exec = exec
+	return c, nil
+}
+
+// InputNames returns the graph's inputs in the order Run expects them.
+func (c *Compiled) InputNames() []string { return append([]string(nil), c.inputs...) }
+
+func (c *Compiled) args(inputs map[string]*tensors.Tensor) ([]any, error) {
+	args := make([]any, len(c.inputs))
+	for i, name := range c.inputs {
+		t, ok := inputs[name]
+		if !ok {
+			return nil, fmt.Errorf("missing input %q (the graph takes %v)", name, c.inputs)
+		}
+		args[i] = t
+	}
+	for name := range inputs {
+		found := false
+		for _, in := range c.inputs {
+			found = found || in == name
+		}
+		if !found {
+			return nil, fmt.Errorf("unexpected input %q (the graph takes %v)", name, c.inputs)
+		}
+	}
+	return args, nil
+}
+
+// Run executes the graph and returns the output tensors (one, or one per
+// element of an output tuple).
+func (c *Compiled) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	outs, _, err := c.run(inputs)
+	return outs, err
+}
+
+func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *buildRecord, error) {
+	args, err := c.args(inputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs, err := c.exec.Call(args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("executing graph: %w", err)
+	}
+	c.mu.Lock()
+	rec := c.traced
+	c.mu.Unlock()
+	if rec == nil || len(outs) < rec.nOutputs {
+		return nil, nil, fmt.Errorf("executing graph: got %d outputs, want %d", len(outs), rec.nOutputs)
+	}
+	return outs, rec, nil
+}
+
+// RunCapture executes a graph compiled with capture and returns the value
+// of every node: tensors for tensor nodes, Go constants for the rest. The
+// output node maps to its tensor or to a []any tuple of tensors.
+func (c *Compiled) RunCapture(inputs map[string]*tensors.Tensor) (map[*ir.Node]any, error) {
+	if !c.capture {
+		return nil, fmt.Errorf("RunCapture needs a graph compiled with capture")
+	}
+	outs, rec, err := c.run(inputs)
+	if err != nil {
+		return nil, err
+	}
+	vals := map[*ir.Node]any{}
+	for n, v := range rec.consts {
+		vals[n] = v
+	}
+	for i, n := range rec.outputs {
+		vals[n] = outs[rec.nOutputs+i]
+	}
+	if rec.outTuple {
+		tuple := make([]any, rec.nOutputs)
+		for i := range tuple {
+			tuple[i] = outs[i]
+		}
+		vals[c.mg.OutputNode()] = tuple
+	} else {
+		vals[c.mg.OutputNode()] = outs[0]
+	}
+	return vals, nil
+}

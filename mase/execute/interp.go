@@ -1,0 +1,137 @@
+// Package execute runs a MaseGraph on a GoMLX backend.
+//
+// Build lowers every node of an ir.Graph, in order, to GoMLX graph
+// operations: call_module nodes call the leaf module's Forward with its
+// parameters from the model's store; call_function and call_method nodes
+// use the operator table of this package. Compiled (see Compiled) turns the
+// whole MaseGraph into one GoMLX computation, JIT-compiled once per input
+// shape.
+package execute
+
+import (
+	"fmt"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// Mode selects train or eval behaviour (dropout).
+type Mode struct {
+	// Training enables dropout (and dropout_p of attention).
+	Training bool
+}
+
+// Values maps each MaseGraph node to its lowered value: a *graph.Node for
+// tensors, or a Go constant (int, []any tuple, ...) for shape arithmetic.
+type Values map[*ir.Node]any
+
+// Build lowers mg into the GoMLX graph g. scope is the model store's root
+// scope (parameters are read from it); inputs holds one graph node per
+// placeholder, by name. It returns every node's value; the caller reads the
+// output node's.
+func Build(g *graph.Graph, scope *model.Scope, m *nn.Model, mg *ir.Graph, inputs map[string]*graph.Node, mode Mode) (vals Values, err error) {
+	defer func() {
+		// GoMLX reports shape errors while building by panicking.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("building the computation: %v", r)
+		}
+	}()
+	vals = Values{}
+	for _, n := range mg.Nodes() {
+		v, err := lowerNode(g, scope, m, n, vals, inputs, mode)
+		if err != nil {
+			return nil, fmt.Errorf("node %s (%s %s): %w", n.Name, n.Op, n.Target, err)
+		}
+		vals[n] = v
+	}
+	return vals, nil
+}
+
+func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals Values, inputs map[string]*graph.Node, mode Mode) (any, error) {
+	resolve := func(v any) any { return resolveArg(v, vals) }
+	args := make([]any, 0, len(n.Args()))
+	for _, a := range n.Args() {
+		args = append(args, resolve(a))
+	}
+	kwargs := map[string]any{}
+	for k, v := range n.Kwargs() {
+		kwargs[k] = resolve(v)
+	}
+	switch n.Op {
+	case ir.Placeholder:
+		x, ok := inputs[n.Target]
+		if !ok {
+			return nil, fmt.Errorf("no value given for input %q", n.Target)
+		}
+		return x, nil
+	case ir.Output:
+		return args[0], nil
+	case ir.GetAttr:
+		v := m.Store.GetVariable(nn.StorePath(n.Target))
+		if v == nil {
+			return nil, fmt.Errorf("model has no attribute %q", n.Target)
+		}
+		return v.NodeValue(g), nil
+	case ir.CallModule:
+		mod, ok := m.Module(n.Target)
+		if !ok {
+			return nil, fmt.Errorf("model has no module %q", n.Target)
+		}
+		leaf, ok := mod.(nn.Leaf)
+		if !ok {
+			return nil, fmt.Errorf("module %q (%s) is not a leaf module", n.Target, mod.TypeName())
+		}
+		call := &nn.Call{Graph: g, Scope: scopeAt(scope, n.Target), Path: n.Target, Training: mode.Training}
+		if mode.Training {
+			store := scope.Store()
+			call.Random = func(dims ...int) *graph.Node {
+				return store.RandomUniform(g, shapes.Make(dtypes.Float32, dims...))
+			}
+		}
+		return leaf.Forward(call, args, kwargs)
+	case ir.CallFunction:
+		fn, ok := functions[n.Target]
+		if !ok {
+			return nil, fmt.Errorf("no lowering for function %q (known: %s)", n.Target, knownNames(functions))
+		}
+		return fn(&opCtx{g: g, scope: scope, mode: mode}, args, kwargs)
+	case ir.CallMethod:
+		fn, ok := methods[n.Target]
+		if !ok {
+			return nil, fmt.Errorf("no lowering for method %q (known: %s)", n.Target, knownNames(methods))
+		}
+		return fn(&opCtx{g: g, scope: scope, mode: mode}, args, kwargs)
+	}
+	return nil, fmt.Errorf("unknown node kind %q", n.Op)
+}
+
+// scopeAt returns the scope of a dotted module path.
+func scopeAt(root *model.Scope, path string) *model.Scope {
+	return root.Store().Scope(nn.StorePath(path))
+}
+
+// resolveArg replaces MaseGraph nodes inside an argument by their values.
+func resolveArg(v any, vals Values) any {
+	switch x := v.(type) {
+	case *ir.Node:
+		return vals[x]
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = resolveArg(e, vals)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = resolveArg(e, vals)
+		}
+		return out
+	}
+	return v
+}

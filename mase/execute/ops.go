@@ -1,0 +1,619 @@
+package execute
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// opCtx is what a function or method lowering gets besides its arguments.
+type opCtx struct {
+	g     *graph.Graph
+	scope *model.Scope
+	mode  Mode
+}
+
+// opFn lowers one call_function or call_method node.
+type opFn func(c *opCtx, args []any, kwargs map[string]any) (any, error)
+
+// functions lowers call_function targets (torch functions and operators).
+var functions map[string]opFn
+
+// methods lowers call_method targets (tensor methods); args[0] is self.
+var methods map[string]opFn
+
+func init() {
+	functions = map[string]opFn{
+		"add":                          binary("add", nn.Broadcasting(graph.Add)),
+		"sub":                          binary("sub", nn.Broadcasting(graph.Sub)),
+		"mul":                          binary("mul", nn.Broadcasting(graph.Mul)),
+		"truediv":                      binary("truediv", nn.Broadcasting(graph.Div)),
+		"div":                          binary("div", nn.Broadcasting(graph.Div)),
+		"matmul":                       tensors2("matmul", graph.MatMul),
+		"getitem":                      getitem,
+		"ones":                         filled(1),
+		"zeros":                        filled(0),
+		"arange":                       arange,
+		"scaled_dot_product_attention": sdpa,
+		"softmax":                      softmax,
+		"relu":                         unary("relu", func(x *graph.Node) *graph.Node { return graph.Max(x, graph.ZerosLike(x)) }),
+		"tanh":                         unary("tanh", graph.Tanh),
+		"gelu":                         unary("gelu", nn.GELUOp),
+		"sigmoid":                      unary("sigmoid", graph.Sigmoid),
+		"erf":                          unary("erf", graph.Erf),
+		"exp":                          unary("exp", graph.Exp),
+		"sqrt":                         unary("sqrt", graph.Sqrt),
+		"neg":                          unary("neg", graph.Neg),
+		"flatten":                      flatten,
+		"unsqueeze":                    unsqueeze,
+		"transpose":                    transpose,
+		"dropout":                      dropoutFn,
+	}
+	methods = map[string]opFn{
+		"size":       size,
+		"view":       view,
+		"reshape":    view,
+		"permute":    permute,
+		"transpose":  transpose,
+		"contiguous": unary("contiguous", func(x *graph.Node) *graph.Node { return x }),
+		"unsqueeze":  unsqueeze,
+		"relu":       functions["relu"],
+		"tanh":       functions["tanh"],
+		"softmax":    softmax,
+		"flatten":    flatten,
+		"float":      unary("float", func(x *graph.Node) *graph.Node { return graph.ConvertDType(x, dtypes.Float32) }),
+		"to":         to,
+	}
+}
+
+// KnownFunctions lists the call_function targets that can be executed.
+func KnownFunctions() []string { return sortedKeys(functions) }
+
+// KnownMethods lists the call_method targets that can be executed.
+func KnownMethods() []string { return sortedKeys(methods) }
+
+func sortedKeys(m map[string]opFn) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func knownNames(m map[string]opFn) string { return strings.Join(sortedKeys(m), ", ") }
+
+func node(name string, args []any, i int) (*graph.Node, error) {
+	if i >= len(args) {
+		return nil, fmt.Errorf("%s: missing argument %d", name, i)
+	}
+	n, ok := args[i].(*graph.Node)
+	if !ok {
+		return nil, fmt.Errorf("%s: argument %d is %T, want a tensor", name, i, args[i])
+	}
+	return n, nil
+}
+
+func intArg(name string, v any) (int, error) {
+	switch x := v.(type) {
+	case int:
+		return x, nil
+	case int64:
+		return int(x), nil
+	case float64:
+		if x == math.Trunc(x) {
+			return int(x), nil
+		}
+	}
+	return 0, fmt.Errorf("%s: want an integer, got %v (%T)", name, v, v)
+}
+
+func floatArg(name string, v any) (float64, error) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil
+	}
+	return 0, fmt.Errorf("%s: want a number, got %v (%T)", name, v, v)
+}
+
+// intsArg reads a shape: a tuple, or the remaining positional ints.
+func intsArg(name string, args []any) ([]int, error) {
+	if len(args) == 1 {
+		if t, ok := args[0].([]any); ok {
+			args = t
+		}
+	}
+	out := make([]int, len(args))
+	for i, a := range args {
+		v, err := intArg(name, a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func normAxis(axis, rank int) int {
+	if axis < 0 {
+		return axis + rank
+	}
+	return axis
+}
+
+func unary(name string, f func(*graph.Node) *graph.Node) opFn {
+	return func(_ *opCtx, args []any, _ map[string]any) (any, error) {
+		x, err := node(name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		return f(x), nil
+	}
+}
+
+func tensors2(name string, f func(a, b *graph.Node) *graph.Node) opFn {
+	return func(_ *opCtx, args []any, _ map[string]any) (any, error) {
+		a, err := node(name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := node(name, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		return f(a, b), nil
+	}
+}
+
+// binary lowers an arithmetic operator on tensors and Python numbers; add
+// on two tuples concatenates them (shape arithmetic such as size()[:-1] +
+// (heads, head_dim)).
+func binary(name string, f func(a, b *graph.Node) *graph.Node) opFn {
+	return func(c *opCtx, args []any, _ map[string]any) (any, error) {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("%s: want 2 arguments, got %d", name, len(args))
+		}
+		a, b := args[0], args[1]
+		an, aIsNode := a.(*graph.Node)
+		bn, bIsNode := b.(*graph.Node)
+		switch {
+		case aIsNode && bIsNode:
+			return f(an, bn), nil
+		case aIsNode:
+			s, err := floatArg(name, b)
+			if err != nil {
+				return nil, err
+			}
+			return f(an, graph.Scalar(c.g, an.DType(), s)), nil
+		case bIsNode:
+			s, err := floatArg(name, a)
+			if err != nil {
+				return nil, err
+			}
+			return f(graph.Scalar(c.g, bn.DType(), s), bn), nil
+		}
+		if ta, ok := a.([]any); ok && name == "add" {
+			tb, ok := b.([]any)
+			if !ok {
+				return nil, fmt.Errorf("add: cannot add a tuple and %T", b)
+			}
+			return append(append([]any{}, ta...), tb...), nil
+		}
+		return scalarArith(name, a, b)
+	}
+}
+
+func scalarArith(name string, a, b any) (any, error) {
+	ai, aInt := a.(int)
+	bi, bInt := b.(int)
+	if aInt && bInt {
+		switch name {
+		case "add":
+			return ai + bi, nil
+		case "sub":
+			return ai - bi, nil
+		case "mul":
+			return ai * bi, nil
+		}
+	}
+	x, err := floatArg(name, a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := floatArg(name, b)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "add":
+		return x + y, nil
+	case "sub":
+		return x - y, nil
+	case "mul":
+		return x * y, nil
+	default:
+		return x / y, nil
+	}
+}
+
+// getitem indexes a tuple (an int or a slice) or a tensor (a tuple of ints,
+// slices and None per axis).
+func getitem(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("getitem: want 2 arguments, got %d", len(args))
+	}
+	switch x := args[0].(type) {
+	case []any:
+		switch idx := args[1].(type) {
+		case int:
+			i := normAxis(idx, len(x))
+			if i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("getitem: index %d out of range for a tuple of %d", idx, len(x))
+			}
+			return x[i], nil
+		case ir.Slice:
+			lo, hi := sliceBounds(idx, len(x))
+			return append([]any{}, x[lo:hi]...), nil
+		}
+		return nil, fmt.Errorf("getitem: cannot index a tuple with %T", args[1])
+	case *graph.Node:
+		idx, ok := args[1].([]any)
+		if !ok {
+			idx = []any{args[1]}
+		}
+		dims := x.Shape().Dimensions
+		if len(idx) > len(dims) {
+			return nil, fmt.Errorf("getitem: %d indices for a tensor of rank %d", len(idx), len(dims))
+		}
+		specs := make([]graph.SliceAxisSpec, len(dims))
+		var squeeze []int
+		for axis := range dims {
+			if axis >= len(idx) {
+				specs[axis] = graph.AxisRange()
+				continue
+			}
+			switch v := idx[axis].(type) {
+			case int:
+				i := normAxis(v, dims[axis])
+				specs[axis] = graph.AxisRange(i, i+1)
+				squeeze = append(squeeze, axis)
+			case ir.Slice:
+				if v.Step != nil && *v.Step != 1 {
+					return nil, fmt.Errorf("getitem: slice steps other than 1 are not supported")
+				}
+				lo, hi := sliceBounds(v, dims[axis])
+				specs[axis] = graph.AxisRange(lo, hi)
+			default:
+				return nil, fmt.Errorf("getitem: index %v (%T) on axis %d: want an int or a slice", v, v, axis)
+			}
+		}
+		out := graph.Slice(x, specs...)
+		if len(squeeze) > 0 {
+			out = graph.Squeeze(out, squeeze...)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("getitem: cannot index a %T", args[0])
+}
+
+func sliceBounds(s ir.Slice, n int) (lo, hi int) {
+	lo, hi = 0, n
+	if s.Start != nil {
+		lo = clamp(normAxis(*s.Start, n), 0, n)
+	}
+	if s.Stop != nil {
+		hi = clamp(normAxis(*s.Stop, n), 0, n)
+	}
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// dtypeKw reads a dtype keyword ("float32", "int32", "int64"); def when absent.
+func dtypeKw(kwargs map[string]any, def dtypes.DType) (dtypes.DType, error) {
+	v, ok := kwargs["dtype"]
+	if !ok || v == nil {
+		return def, nil
+	}
+	s, _ := v.(string)
+	switch s {
+	case "float32", "float":
+		return dtypes.Float32, nil
+	case "int32", "int64", "long", "int":
+		// Integer tensors are int32 on every gomase backend.
+		return dtypes.Int32, nil
+	case "bool":
+		return dtypes.Bool, nil
+	}
+	return 0, fmt.Errorf("unknown dtype %v (allowed: float32, int32, int64, bool)", v)
+}
+
+func filled(value float64) opFn {
+	return func(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+		dims, err := intsArg("ones/zeros", args)
+		if err != nil {
+			return nil, err
+		}
+		dt, err := dtypeKw(kwargs, dtypes.Float32)
+		if err != nil {
+			return nil, err
+		}
+		if value == 0 {
+			return graph.Zeros(c.g, shapes.Make(dt, dims...)), nil
+		}
+		return graph.Ones(c.g, shapes.Make(dt, dims...)), nil
+	}
+}
+
+func arange(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("arange: want 1 argument (end), got %d", len(args))
+	}
+	end, err := intArg("arange", args[0])
+	if err != nil {
+		return nil, err
+	}
+	dt, err := dtypeKw(kwargs, dtypes.Int32)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Iota(c.g, shapes.Make(dt, end), 0), nil
+}
+
+// sdpa is torch's F.scaled_dot_product_attention: softmax(q kᵀ·scale +
+// mask) v, with dropout on the weights in train mode.
+func sdpa(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+	q, err := node("scaled_dot_product_attention", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	k, err := node("scaled_dot_product_attention", args, 1)
+	if err != nil {
+		return nil, err
+	}
+	v, err := node("scaled_dot_product_attention", args, 2)
+	if err != nil {
+		return nil, err
+	}
+	headDim := q.Shape().Dimensions[q.Rank()-1]
+	scale := 1 / math.Sqrt(float64(headDim))
+	if s, ok := kwargs["scale"]; ok && s != nil {
+		if scale, err = floatArg("scale", s); err != nil {
+			return nil, err
+		}
+	}
+	scores := graph.MulScalar(graph.MatMul(q, graph.Transpose(k, k.Rank()-2, k.Rank()-1)), scale)
+	if m, ok := kwargs["attn_mask"]; ok && m != nil {
+		mask, ok := m.(*graph.Node)
+		if !ok {
+			return nil, fmt.Errorf("scaled_dot_product_attention: attn_mask is %T, want a tensor", m)
+		}
+		scores = nn.Broadcasting(graph.Add)(scores, mask)
+	}
+	if causal, _ := kwargs["is_causal"].(bool); causal {
+		return nil, fmt.Errorf("scaled_dot_product_attention: is_causal=True is not supported yet")
+	}
+	weights := graph.Softmax(scores, scores.Rank()-1)
+	if p, ok := kwargs["dropout_p"]; ok && c.mode.Training {
+		rate, err := floatArg("dropout_p", p)
+		if err != nil {
+			return nil, err
+		}
+		weights = nn.DropoutOp(trainCall(c), weights, rate)
+	}
+	return graph.MatMul(weights, v), nil
+}
+
+// trainCall gives the functional ops the random source of train mode.
+func trainCall(c *opCtx) *nn.Call {
+	store := c.scope.Store()
+	return &nn.Call{Graph: c.g, Scope: c.scope, Training: c.mode.Training, Random: func(dims ...int) *graph.Node {
+		return store.RandomUniform(c.g, shapes.Make(dtypes.Float32, dims...))
+	}}
+}
+
+func dropoutFn(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("dropout", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := 0.5
+	if v, ok := kwargs["p"]; ok {
+		if p, err = floatArg("dropout p", v); err != nil {
+			return nil, err
+		}
+	}
+	training := c.mode.Training
+	if v, ok := kwargs["training"].(bool); ok {
+		training = training && v
+	}
+	if !training {
+		return x, nil
+	}
+	return nn.DropoutOp(trainCall(c), x, p), nil
+}
+
+func softmax(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("softmax", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	dim := -1
+	if v, ok := kwargs["dim"]; ok {
+		if dim, err = intArg("softmax dim", v); err != nil {
+			return nil, err
+		}
+	} else if len(args) > 1 {
+		if dim, err = intArg("softmax dim", args[1]); err != nil {
+			return nil, err
+		}
+	}
+	return graph.Softmax(x, normAxis(dim, x.Rank())), nil
+}
+
+func flatten(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("flatten", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if v, ok := kwargs["start_dim"]; ok {
+		if start, err = intArg("flatten start_dim", v); err != nil {
+			return nil, err
+		}
+	} else if len(args) > 1 {
+		if start, err = intArg("flatten start_dim", args[1]); err != nil {
+			return nil, err
+		}
+	}
+	d := x.Shape().Dimensions
+	start = normAxis(start, len(d))
+	rest := 1
+	for _, v := range d[start:] {
+		rest *= v
+	}
+	return graph.Reshape(x, append(append([]int{}, d[:start]...), rest)...), nil
+}
+
+func unsqueeze(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	x, err := node("unsqueeze", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != 2 {
+		return nil, fmt.Errorf("unsqueeze: want (tensor, dim)")
+	}
+	dim, err := intArg("unsqueeze dim", args[1])
+	if err != nil {
+		return nil, err
+	}
+	if dim < 0 {
+		dim += x.Rank() + 1
+	}
+	return graph.InsertAxes(x, dim), nil
+}
+
+func transpose(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	x, err := node("transpose", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) != 3 {
+		return nil, fmt.Errorf("transpose: want (tensor, dim0, dim1)")
+	}
+	a, err := intArg("transpose dim0", args[1])
+	if err != nil {
+		return nil, err
+	}
+	b, err := intArg("transpose dim1", args[2])
+	if err != nil {
+		return nil, err
+	}
+	return graph.Transpose(x, normAxis(a, x.Rank()), normAxis(b, x.Rank())), nil
+}
+
+func size(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	x, err := node("size", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := x.Shape().Dimensions
+	if len(args) > 1 {
+		i, err := intArg("size dim", args[1])
+		if err != nil {
+			return nil, err
+		}
+		i = normAxis(i, len(d))
+		if i < 0 || i >= len(d) {
+			return nil, fmt.Errorf("size: dim %d out of range for rank %d", i, len(d))
+		}
+		return d[i], nil
+	}
+	out := make([]any, len(d))
+	for i, v := range d {
+		out[i] = v
+	}
+	return out, nil
+}
+
+// view reshapes; one dimension may be -1 (inferred).
+func view(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	x, err := node("view", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	dims, err := intsArg("view", args[1:])
+	if err != nil {
+		return nil, err
+	}
+	total := x.Shape().Size()
+	known, infer := 1, -1
+	for i, d := range dims {
+		if d == -1 {
+			if infer >= 0 {
+				return nil, fmt.Errorf("view: only one dimension can be -1, got %v", dims)
+			}
+			infer = i
+			continue
+		}
+		known *= d
+	}
+	if infer >= 0 {
+		if known == 0 || total%known != 0 {
+			return nil, fmt.Errorf("view: shape %v is invalid for input of size %d", dims, total)
+		}
+		dims[infer] = total / known
+	}
+	if n := shapes.Make(x.DType(), dims...).Size(); n != total {
+		return nil, fmt.Errorf("view: shape %v is invalid for input of size %d", dims, total)
+	}
+	return graph.Reshape(x, dims...), nil
+}
+
+func permute(_ *opCtx, args []any, _ map[string]any) (any, error) {
+	x, err := node("permute", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	perm, err := intsArg("permute", args[1:])
+	if err != nil {
+		return nil, err
+	}
+	if len(perm) != x.Rank() {
+		return nil, fmt.Errorf("permute: %d axes for a tensor of rank %d", len(perm), x.Rank())
+	}
+	return graph.TransposeAllDims(x, perm...), nil
+}
+
+func to(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("to", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > 1 {
+		kwargs = map[string]any{"dtype": args[1]}
+	}
+	dt, err := dtypeKw(kwargs, x.DType())
+	if err != nil {
+		return nil, err
+	}
+	return graph.ConvertDType(x, dt), nil
+}

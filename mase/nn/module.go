@@ -1,0 +1,345 @@
+// Package nn holds gomase's modules: leaf layers with HuggingFace/PyTorch
+// parameter names (Linear, Embedding, LayerNorm, Dropout, activations,
+// CrossEntropyLoss, ...) and Model, the module tree of a network with its
+// parameters in a GoMLX model.Store.
+//
+// A module is either a container (its forward is traced into a MaseGraph by
+// the model's code) or a leaf (Leaf: it knows how to build its own GoMLX
+// computation, and appears in a MaseGraph as one call_module node).
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Module is a node of a model's module tree, like torch.nn.Module.
+type Module interface {
+	// TypeName is the class name printed in the module tree ("Linear").
+	TypeName() string
+	// ExtraRepr is the text inside the parentheses of a leaf's printout
+	// ("in_features=128, out_features=2, bias=True").
+	ExtraRepr() string
+	// Children are the direct submodules, in registration order.
+	Children() []Named
+	// Params are the module's own parameters (not its children's).
+	Params() []ParamSpec
+}
+
+// Named is a child module under its attribute name.
+type Named struct {
+	Name   string
+	Module Module
+}
+
+// ParamSpec declares one parameter: its name, shape and initialiser.
+type ParamSpec struct {
+	Name  string
+	Shape []int
+	Init  Init
+}
+
+// Init fills a parameter's values at model creation, given the shape and a
+// seeded random source.
+type Init func(shape []int, rng *rand.Rand) []float32
+
+// Leaf is a module that appears as a single call_module node and builds its
+// own GoMLX computation.
+type Leaf interface {
+	Module
+	// Forward builds the module's output from its arguments. Arguments and
+	// the result are graph nodes or constants.
+	Forward(c *Call, args []any, kwargs map[string]any) (any, error)
+}
+
+// Call is what a leaf's Forward gets besides its arguments: the graph
+// being built, the module's parameters and the execution mode.
+type Call struct {
+	Graph    *graph.Graph
+	Scope    *model.Scope // the model's store, scoped at the module's path
+	Path     string       // the module's dotted path
+	Training bool         // train mode: dropout active
+	// Random returns uniform values in [0,1) of the given shape for
+	// stochastic layers; nil in eval mode.
+	Random func(shape ...int) *graph.Node
+}
+
+// Param returns the node of the module's parameter name.
+func (c *Call) Param(name string) (*graph.Node, error) {
+	v := c.Scope.GetVariable(name)
+	if v == nil {
+		return nil, fmt.Errorf("module %s has no parameter %q in the model store", c.Path, name)
+	}
+	return v.NodeValue(c.Graph), nil
+}
+
+// Constant inits.
+
+// Zeros initialises to 0.
+func Zeros(shape []int, _ *rand.Rand) []float32 { return make([]float32, numel(shape)) }
+
+// Ones initialises to 1.
+func Ones(shape []int, _ *rand.Rand) []float32 {
+	v := make([]float32, numel(shape))
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
+// Normal returns an initialiser drawing from N(0, std²), as HF's
+// _init_weights does with initializer_range.
+func Normal(std float64) Init {
+	return func(shape []int, rng *rand.Rand) []float32 {
+		v := make([]float32, numel(shape))
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * std)
+		}
+		return v
+	}
+}
+
+// Uniform returns an initialiser drawing from U(-bound, bound): PyTorch's
+// default for Linear (bound = 1/sqrt(in_features), kaiming_uniform with
+// a=sqrt(5)).
+func Uniform(bound float64) Init {
+	return func(shape []int, rng *rand.Rand) []float32 {
+		v := make([]float32, numel(shape))
+		for i := range v {
+			v[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		return v
+	}
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Model is a module tree with its parameters, held in a GoMLX model.Store
+// scoped by module path (bert.encoder.layer.0 → /bert/encoder/layer/0).
+type Model struct {
+	// Root is the top module (the model class).
+	Root Module
+	// Store holds every parameter as a GoMLX variable.
+	Store *model.Store
+
+	modules []NamedModule
+	byPath  map[string]Module
+}
+
+// NamedModule is a module with its dotted path ("" for the root).
+type NamedModule struct {
+	Path   string
+	Module Module
+}
+
+// NewModel builds a Model from its root module: it records every module's
+// path and creates every parameter in a new store, initialised from seed.
+func NewModel(root Module, seed uint64) (*Model, error) {
+	m := &Model{Root: root, Store: model.NewStore(), byPath: map[string]Module{}}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var walk func(path string, mod Module) error
+	walk = func(path string, mod Module) error {
+		if _, dup := m.byPath[path]; dup {
+			return fmt.Errorf("module path %q appears twice in the model", path)
+		}
+		m.byPath[path] = mod
+		m.modules = append(m.modules, NamedModule{path, mod})
+		if err := m.createParams(path, mod, rng); err != nil {
+			return err
+		}
+		for _, ch := range mod.Children() {
+			if err := walk(Join(path, ch.Name), ch.Module); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk("", root); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) createParams(path string, mod Module, rng *rand.Rand) error {
+	for _, p := range mod.Params() {
+		vals := p.Init(p.Shape, rng)
+		if len(vals) != numel(p.Shape) {
+			return fmt.Errorf("parameter %s: initialiser gave %d values for shape %v", Join(path, p.Name), len(vals), p.Shape)
+		}
+		t := tensors.FromFlatDataAndDimensions(vals, p.Shape...)
+		if _, err := m.Store.CreateVariable(StorePath(Join(path, p.Name)), t); err != nil {
+			return fmt.Errorf("creating parameter %s: %w", Join(path, p.Name), err)
+		}
+	}
+	return nil
+}
+
+// AddModule registers a new module (and its subtree) at path, creating its
+// parameters with values drawn from seed. The tracer uses it for modules
+// created during forward (crossentropyloss_0), passes for inserted modules.
+func (m *Model) AddModule(path string, mod Module, seed uint64) error {
+	if path == "" {
+		return fmt.Errorf("cannot add a module at the root path")
+	}
+	if _, dup := m.byPath[path]; dup {
+		return fmt.Errorf("a module already exists at %q", path)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var walk func(p string, mod Module) error
+	walk = func(p string, mod Module) error {
+		m.byPath[p] = mod
+		m.modules = append(m.modules, NamedModule{p, mod})
+		if err := m.createParams(p, mod, rng); err != nil {
+			return err
+		}
+		for _, ch := range mod.Children() {
+			if err := walk(Join(p, ch.Name), ch.Module); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(path, mod)
+}
+
+// Join joins a module path and a child name with '.'.
+func Join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// StorePath maps a dotted parameter name to its variable path in the store
+// ("bert.pooler.dense.weight" → "/bert/pooler/dense/weight").
+func StorePath(dotted string) string { return "/" + strings.ReplaceAll(dotted, ".", "/") }
+
+// Module returns the module at a dotted path ("" is the root).
+func (m *Model) Module(path string) (Module, bool) {
+	mod, ok := m.byPath[path]
+	return mod, ok
+}
+
+// Modules returns every module with its path, root first, in tree order
+// (torch's named_modules).
+func (m *Model) Modules() []NamedModule { return append([]NamedModule(nil), m.modules...) }
+
+// Scope returns the store scope of the module at path.
+func (m *Model) Scope(path string) *model.Scope {
+	if path == "" {
+		return m.Store.RootScope()
+	}
+	return m.Store.Scope(StorePath(path))
+}
+
+// Parameter is one named parameter of the model.
+type Parameter struct {
+	Name     string // dotted HuggingFace name: bert.embeddings.word_embeddings.weight
+	Shape    []int
+	Variable *model.Variable
+}
+
+// Parameters returns every parameter in tree order (torch's
+// named_parameters).
+func (m *Model) Parameters() []Parameter {
+	var out []Parameter
+	for _, nm := range m.modules {
+		for _, p := range nm.Module.Params() {
+			name := Join(nm.Path, p.Name)
+			v := m.Store.GetVariable(StorePath(name))
+			if v == nil {
+				continue
+			}
+			out = append(out, Parameter{Name: name, Shape: v.Shape().Dimensions, Variable: v})
+		}
+	}
+	return out
+}
+
+// NumParameters counts the scalar parameters of the module at path and its
+// subtree ("" for the whole model).
+func (m *Model) NumParameters(path string) int {
+	n := 0
+	for _, p := range m.Parameters() {
+		if path == "" || p.Name == path || strings.HasPrefix(p.Name, path+".") {
+			n += numel(p.Shape)
+		}
+	}
+	return n
+}
+
+// ParamValues returns the float32 values of a parameter by dotted name.
+func (m *Model) ParamValues(name string) ([]float32, []int, error) {
+	v := m.Store.GetVariable(StorePath(name))
+	if v == nil {
+		return nil, nil, fmt.Errorf("model has no parameter %q", name)
+	}
+	t, err := v.Value()
+	if err != nil {
+		return nil, nil, fmt.Errorf("parameter %s: %w", name, err)
+	}
+	if t.DType() != dtypes.Float32 {
+		return nil, nil, fmt.Errorf("parameter %s is %s, want float32", name, t.DType())
+	}
+	vals, err := tensors.CopyFlatData[float32](t)
+	return vals, t.Shape().Dimensions, err
+}
+
+// String prints the module tree as PyTorch prints a model.
+func (m *Model) String() string {
+	var b strings.Builder
+	writeModule(&b, m.Root, 0)
+	return b.String()
+}
+
+func writeModule(b *strings.Builder, mod Module, depth int) {
+	children := mod.Children()
+	b.WriteString(mod.TypeName())
+	b.WriteByte('(')
+	if len(children) == 0 {
+		b.WriteString(mod.ExtraRepr())
+		b.WriteByte(')')
+		return
+	}
+	if extra := mod.ExtraRepr(); extra != "" {
+		b.WriteString("\n" + strings.Repeat("  ", depth+1) + extra)
+	}
+	b.WriteByte('\n')
+	for i := 0; i < len(children); i++ {
+		ch := children[i]
+		// Collapse runs of identical layers the way ModuleList does not; we
+		// print every child like torch does.
+		b.WriteString(strings.Repeat("  ", depth+1))
+		fmt.Fprintf(b, "(%s): ", ch.Name)
+		writeModule(b, ch.Module, depth+1)
+		b.WriteByte('\n')
+	}
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteByte(')')
+}
+
+// formatFloat prints a float as Python's repr would in module printouts.
+func formatFloat(f float64) string {
+	if f != 0 && (math.Abs(f) < 1e-4 || math.Abs(f) >= 1e16) {
+		s := fmt.Sprintf("%g", f)
+		return strings.Replace(s, "e-0", "e-", 1)
+	}
+	s := fmt.Sprintf("%v", f)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
+}
