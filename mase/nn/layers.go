@@ -375,7 +375,6 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-
 // reluOp is max(x, 0).
 func reluOp(x *graph.Node) *graph.Node { return graph.Max(x, graph.ZerosLike(x)) }
 

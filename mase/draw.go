@@ -1,0 +1,118 @@
+package mase
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomase/gomase/graphviz"
+	"github.com/gomase/gomase/mase/display"
+	"github.com/gomase/gomase/mase/ir"
+)
+
+// nodeColours gives each node kind a fill colour readable with black text.
+var nodeColours = map[ir.OpKind]string{
+	ir.Placeholder:  "#c8e6c9", // green: inputs
+	ir.GetAttr:      "#e0e0e0", // grey: constants
+	ir.CallModule:   "#bbdefb", // blue: modules (Linear, LayerNorm, ...)
+	ir.CallFunction: "#fff9c4", // yellow: functions (add, matmul, ...)
+	ir.CallMethod:   "#e1bee7", // purple: tensor methods (view, size, ...)
+	ir.Output:       "#ffccbc", // orange: output
+}
+
+// DOT describes the graph in Graphviz DOT: one box per node showing its
+// name, kind and target, and — once AddCommonMetadata has run — its
+// mase_op and the shapes of its data inputs and outputs.
+func (mg *MaseGraph) DOT() string {
+	d := graphviz.NewDigraph("masegraph")
+	d.Attrs["rankdir"] = "TB"
+	d.NodeAttrs["shape"] = "box"
+	d.NodeAttrs["style"] = "rounded,filled"
+	d.NodeAttrs["fontname"] = "Helvetica"
+	d.NodeAttrs["fontsize"] = "10"
+	d.EdgeAttrs["color"] = "#555555"
+	for _, n := range mg.Graph.Nodes() {
+		lines := []string{n.Name, fmt.Sprintf("%s: %s", n.Op, n.Target)}
+		if n.Op == ir.CallModule {
+			if mod, ok := mg.Model.Module(n.Target); ok {
+				lines[1] = fmt.Sprintf("%s: %s", n.Op, mod.TypeName())
+			}
+		}
+		if n.Meta != nil && n.Meta.Common.MaseOp != "" {
+			c := n.Meta.Common
+			lines = append(lines, fmt.Sprintf("mase_op=%s (%s)", c.MaseOp, c.MaseType))
+			if s := shapeLine(c.Args, "data_in_"); s != "" {
+				lines = append(lines, "in "+s)
+			}
+			if s := shapeLine(c.Results, "data_out_"); s != "" {
+				lines = append(lines, "out "+s)
+			}
+		}
+		// Node names are unique in the graph, so they are safe DOT ids.
+		_ = d.AddNode(n.Name, map[string]string{"label": strings.Join(lines, "\n"), "fillcolor": nodeColours[n.Op]})
+	}
+	for _, n := range mg.Graph.Nodes() {
+		for _, in := range n.Inputs() {
+			_ = d.AddEdge(in.Name, n.Name, nil)
+		}
+	}
+	return d.String()
+}
+
+// shapeLine lists the shapes of the entries whose names start with prefix.
+func shapeLine(m *ir.ArgMap, prefix string) string {
+	var parts []string
+	for _, k := range m.Keys() {
+		if strings.HasPrefix(k, prefix) {
+			if info := m.Get(k); info != nil && info.Shape != nil {
+				parts = append(parts, fmt.Sprint(info.Shape))
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// SVG renders the graph drawing (see DOT) to SVG in-process.
+func (mg *MaseGraph) SVG() ([]byte, error) { return graphviz.RenderSVG(mg.DOT()) }
+
+// Draw renders the graph (MASE's mg.draw). Under GoNB the SVG is shown
+// inline; with a non-empty path it is also written there (.svg, or .dot
+// for the DOT source). Outside a notebook and without a path it returns an
+// error saying so, rather than drawing nowhere.
+func (mg *MaseGraph) Draw(path string) error {
+	if strings.HasSuffix(path, ".dot") {
+		return writeFile(path, []byte(mg.DOT()))
+	}
+	if path != "" && !strings.HasSuffix(path, ".svg") {
+		return fmt.Errorf("draw: unsupported file type %q (allowed: .svg, .dot)", filepath.Ext(path))
+	}
+	svg, err := mg.SVG()
+	if err != nil {
+		return err
+	}
+	shown := display.SVG(string(svg))
+	if path != "" {
+		return writeFile(path, svg)
+	}
+	if !shown {
+		return fmt.Errorf("draw: not in a notebook and no file given: pass a path ending in .svg or .dot")
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("draw: %w", err)
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("draw: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("draw: %w", err)
+	}
+	return nil
+}

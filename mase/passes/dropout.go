@@ -1,0 +1,73 @@
+package passes
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
+)
+
+// Logger receives the passes' INFO/DEBUG lines (MASE's get_logger).
+// Notebooks and the CLI may replace it.
+var Logger = slog.Default()
+
+// isDropoutModule is the tutorial's test: a call_module whose target
+// contains "dropout".
+func isDropoutModule(n *ir.Node) bool {
+	return n.Op == ir.CallModule && strings.Contains(n.Target, "dropout")
+}
+
+// CountDropout is Tutorial 1's count_dropout_analysis_pass: it logs every
+// dropout module call and returns {"dropout_count": N, "dropout_modules": [...]}.
+func CountDropout(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+	var found []string
+	for _, n := range mg.Graph.Nodes() {
+		if isDropoutModule(n) {
+			Logger.Info("Found dropout module: " + n.Target)
+			found = append(found, n.Target)
+		} else {
+			Logger.Debug("Skipping node: " + n.Target)
+		}
+	}
+	return mg, Info{"dropout_count": len(found), "dropout_modules": found}, nil
+}
+
+// RemoveDropout is Tutorial 1's remove_dropout_transform_pass: every
+// dropout module call is bypassed (its users rewired to its input) and
+// erased. It returns {"removed": [...]}. In eval mode the outputs are
+// unchanged.
+func RemoveDropout(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+	var removed []string
+	for _, n := range mg.Graph.Nodes() {
+		if !isDropoutModule(n) {
+			continue
+		}
+		parent, ok := n.Arg(0).(*ir.Node)
+		if !ok {
+			return nil, nil, fmt.Errorf("remove_dropout: %s has no node input to rewire to", n.Name)
+		}
+		if _, err := n.ReplaceAllUsesWith(parent); err != nil {
+			return nil, nil, fmt.Errorf("remove_dropout: %w", err)
+		}
+		if err := mg.Graph.EraseNode(n); err != nil {
+			return nil, nil, fmt.Errorf("remove_dropout: %w", err)
+		}
+		removed = append(removed, n.Target)
+	}
+	if err := mg.Graph.Lint(); err != nil {
+		return nil, nil, fmt.Errorf("remove_dropout broke the graph: %w", err)
+	}
+	return mg, Info{"removed": removed}, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
