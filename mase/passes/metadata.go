@@ -6,6 +6,7 @@ package passes
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -200,7 +201,7 @@ func resolve(v any, vals map[*ir.Node]any) any {
 func describe(v any, addValue bool) *ir.ArgInfo {
 	switch x := v.(type) {
 	case *tensors.Tensor:
-		info := &ir.ArgInfo{Shape: append([]int{}, x.Shape().Dimensions...), DType: x.DType().String()}
+		info := &ir.ArgInfo{Shape: append([]int{}, x.Shape().Dimensions...), DType: strings.ToLower(x.DType().String())}
 		info.Type, info.Precision = tensorType(x.DType())
 		if addValue {
 			info.Value = x

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/gomase/gomase/kernel/labs"
+)
+
+func init() {
+	register(command{
+		name:  "labs",
+		usage: "[--quick] [--out DIR] [--timeout DURATION] [-v] [NOTEBOOK.ipynb...]",
+		short: "execute the lab notebooks headless and write HTML reports",
+		run:   runLabs,
+	})
+}
+
+// runLabs executes notebooks (default: every notebooks/*.ipynb of the
+// repository) with the gomase kernel and prints one line per notebook.
+func runLabs(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mase labs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "quick mode: set GOMASE_QUICK=1 so notebooks shrink their work (what CI runs)")
+	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
+	timeout := fs.Duration("timeout", labs.DefaultCellTimeout, "longest time one cell may run")
+	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [-v] [NOTEBOOK.ipynb...]")
+		fmt.Fprintln(stderr, "Runs the notebooks (default: notebooks/*.ipynb of the gomase repository) headless with")
+		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html.")
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after the notebooks.
+	var notebooks []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		notebooks = append(notebooks, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("--timeout %s: must be positive (e.g. 30m)", *timeout)
+	}
+
+	opts := labs.Options{OutDir: *out, Quick: *quick, CellTimeout: *timeout}
+	if *verbose {
+		opts.Progress = stderr
+	}
+	root, err := labs.Root()
+	if err != nil {
+		return err
+	}
+	opts.Root = root
+	if len(notebooks) == 0 {
+		if notebooks, err = labs.Notebooks(root); err != nil {
+			return err
+		}
+	}
+	for _, nb := range notebooks {
+		if !strings.HasSuffix(nb, ".ipynb") {
+			return fmt.Errorf("%q is not a notebook: arguments must be .ipynb files", nb)
+		}
+		if _, err := os.Stat(nb); err != nil {
+			return err
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	results, err := labs.Run(ctx, notebooks, opts)
+	if err != nil {
+		return err
+	}
+	width := 0
+	for _, r := range results {
+		width = max(width, len(r.Name))
+	}
+	var failed []string
+	for _, r := range results {
+		status := "OK"
+		if !r.OK() {
+			status = "FAILED"
+			failed = append(failed, r.Name)
+		}
+		report := r.Report
+		if report == "" {
+			report = "(no report)"
+		}
+		fmt.Fprintf(stdout, "%-*s  %-6s  %7.1fs  %s\n", width, r.Name, status, r.Duration.Round(100*time.Millisecond).Seconds(), report)
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", r.Name, r.Err)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, stderr := runCLI("frob")
+	if code == 0 || !strings.Contains(stderr, `unknown command "frob"`) || !strings.Contains(stderr, "graph") {
+		t.Errorf("code %d stderr %q", code, stderr)
+	}
+}
+
+func TestTokenize(t *testing.T) {
+	code, out, stderr := runCLI("tokenize", "AI may take over the world one day", "This is why you should learn ADLS")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "[101,9932,2089,2202,2058,1996,2088,2028,2154,102]\n[101,2023,2003,2339,2017,2323,4553,4748,4877,102]\n"
+	if out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+	code, out, _ = runCLI("tokenize", "--max-len", "4", "AI may take over the world")
+	if code != 0 || out != "[101,9932,2089,102]\n" {
+		t.Errorf("truncated: %d %q", code, out)
+	}
+	for _, args := range [][]string{{"tokenize"}, {"tokenize", "--max-len", "1", "x"}, {"tokenize", "--bogus", "x"}} {
+		if code, _, stderr := runCLI(args...); code == 0 || stderr == "" {
+			t.Errorf("%v: exit %d stderr %q", args, code, stderr)
+		}
+	}
+	// A malformed vocabulary is a one-line error, not a crash.
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "bert-base-uncased"), 0o755)
+	os.WriteFile(filepath.Join(dir, "bert-base-uncased", "vocab.txt"), []byte("[PAD]\nthe\nthe\n"), 0o644)
+	code, _, stderr = runCLI("tokenize", "--data-dir", dir, "hello")
+	if code == 0 || !strings.Contains(stderr, "appears twice") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("malformed vocab: exit %d stderr %q", code, stderr)
+	}
+}
+
+type node struct {
+	Name, Op, Target, MaseType, MaseOp string
+	Users                              []string
+	Args                               map[string]struct {
+		Type      string
+		Precision []int
+		Shape     []int
+	}
+}
+
+func graphJSON(t *testing.T, args ...string) []node {
+	t.Helper()
+	code, out, stderr := runCLI(append([]string{"graph", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var nodes []struct {
+		node
+		MaseType string `json:"mase_type"`
+		MaseOp   string `json:"mase_op"`
+	}
+	if err := json.Unmarshal([]byte(out), &nodes); err != nil {
+		t.Fatalf("bad JSON: %v\n%.300s", err, out)
+	}
+	res := make([]node, len(nodes))
+	for i, n := range nodes {
+		res[i] = n.node
+		res[i].MaseType, res[i].MaseOp = n.MaseType, n.MaseOp
+	}
+	return res
+}
+
+func count(nodes []node, pred func(node) bool) int {
+	c := 0
+	for _, n := range nodes {
+		if pred(n) {
+			c++
+		}
+	}
+	return c
+}
+
+func has(nodes []node, name string) bool {
+	return count(nodes, func(n node) bool { return n.Name == name }) > 0
+}
+
+func TestGraphBertJSON(t *testing.T) {
+	nodes := graphJSON(t, "--model", "bert-tiny")
+	dropouts := count(nodes, func(n node) bool { return n.Op == "call_module" && n.MaseOp == "dropout" })
+	linears := count(nodes, func(n node) bool { return n.MaseOp == "linear" })
+	if dropouts != 6 || linears != 14 {
+		t.Errorf("dropout %d, linear %d; want 6 and 14", dropouts, linears)
+	}
+	for _, n := range nodes {
+		if n.Name == "bert_encoder_layer_0_intermediate_dense" {
+			if s := n.Args["bias"].Shape; len(s) != 2 || s[0] != 1 || s[1] != 512 {
+				t.Errorf("bias shape %v", s)
+			}
+		}
+		if n.Name == "bert_embeddings_dropout" && len(n.Users) != 5 {
+			t.Errorf("users of the embeddings dropout: %v", n.Users)
+		}
+	}
+	if has(nodes, "labels") || has(nodes, "attention_mask") || has(nodes, "crossentropyloss_0") {
+		t.Error("input_ids-only graph has mask/labels/loss nodes")
+	}
+
+	removed := graphJSON(t, "--model", "bert-tiny", "--pass", "remove_dropout")
+	if c := count(removed, func(n node) bool { return n.MaseOp == "dropout" }); c != 0 {
+		t.Errorf("%d dropouts after remove_dropout", c)
+	}
+
+	full := graphJSON(t, "--model", "bert-tiny", "--inputs", "input_ids,attention_mask,labels")
+	for _, name := range []string{"labels", "attention_mask", "crossentropyloss_0"} {
+		if !has(full, name) {
+			t.Errorf("full graph lacks %s", name)
+		}
+	}
+	if c := count(full, func(n node) bool { return n.MaseOp == "crossentropyloss" }); c != 1 {
+		t.Errorf("%d crossentropyloss nodes", c)
+	}
+}
+
+func TestGraphMLPAndDraw(t *testing.T) {
+	nodes := graphJSON(t, "--model", "mlp")
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Name+"/"+n.MaseOp)
+	}
+	if got := strings.Join(names, " "); got != "x/placeholder flatten/flatten fc1/linear relu/relu output/output" {
+		t.Errorf("mlp nodes: %s", got)
+	}
+	svg := filepath.Join(t.TempDir(), "g.svg")
+	code, out, stderr := runCLI("graph", "--model", "bert-tiny", "--pass", "count_dropout", "--draw", svg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, `"dropout_count":6`) {
+		t.Errorf("count_dropout info missing: %.300s", out)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("bert_embeddings_dropout")) {
+		t.Errorf("drawing: %v %.200s", err, b)
+	}
+}
+
+func TestGraphBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"graph"}, "--model is required"},
+		{[]string{"graph", "--model", "resnet"}, "unknown model \"resnet\" (allowed: bert-tiny, mlp)"},
+		{[]string{"graph", "--model", "bert-tiny", "--pass", "quantize_everything"}, "unknown pass \"quantize_everything\" (allowed:"},
+		{[]string{"graph", "--model", "bert-tiny", "--inputs", "input_ids,pixels"}, "unknown input \"pixels\""},
+		{[]string{"graph", "--model", "mlp", "--draw", "g.png"}, "allowed: .svg, .dot"},
+	} {
+		code, _, stderr := runCLI(tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d stderr %q, want one line containing %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
