@@ -1,0 +1,56 @@
+package execute_test
+
+import (
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/trace"
+)
+
+// BenchmarkBertTinyForward times one compiled eval forward of bert-tiny on
+// a batch of 8 sequences of 128 tokens (the steady state: compilation
+// happens before the timer starts).
+func BenchmarkBertTinyForward(b *testing.B) {
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := trace.Trace(m, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := execute.Compile(m, g, execute.Mode{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]int32, 8*128)
+	for i := range ids {
+		ids[i] = int32(1000 + i%20000)
+	}
+	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 8, 128)}
+	if _, err := c.Run(in); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.Run(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTraceBertTiny times tracing bert-tiny into a MaseGraph.
+func BenchmarkTraceBertTiny(b *testing.B) {
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := trace.Trace(m, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
