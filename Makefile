@@ -20,7 +20,7 @@ build:
 
 ## labs: set up, then execute every notebook and write HTML reports to $(REPORTS)/.
 labs: setup build
-	bin/mase labs --out $(REPORTS)
+	bin/mase labs --check-svg --out $(REPORTS)
 
 vet:
 	$(GO) vet ./...
@@ -30,7 +30,7 @@ unit:
 
 ## notebooks: execute every notebook in quick mode (what CI runs).
 notebooks: build
-	bin/mase labs --quick --out $(REPORTS)/quick
+	bin/mase labs --quick --check-svg --out $(REPORTS)/quick
 
 ## test: set up, vet, unit tests, then every notebook in quick mode.
 test: setup vet unit notebooks

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:  "labs",
-		usage: "[--quick] [--out DIR] [--timeout DURATION] [-v] [NOTEBOOK.ipynb...]",
+		usage: "[--quick] [--out DIR] [--timeout DURATION] [--check-svg] [-v] [NOTEBOOK.ipynb...]",
 		short: "execute the lab notebooks headless and write HTML reports",
 		run:   runLabs,
 	})
@@ -32,8 +32,9 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
 	timeout := fs.Duration("timeout", labs.DefaultCellTimeout, "longest time one cell may run")
 	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
+	checkSVG := fs.Bool("check-svg", false, "open each report that holds SVG in headless Chromium (network off) and fail unless every SVG is visible")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [-v] [NOTEBOOK.ipynb...]")
+		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [--check-svg] [-v] [NOTEBOOK.ipynb...]")
 		fmt.Fprintln(stderr, "Runs the notebooks (default: notebooks/*.ipynb of the gomase repository) headless with")
 		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html.")
 		fs.PrintDefaults()
@@ -86,6 +87,13 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *checkSVG {
+		for i, r := range results {
+			if r.OK() {
+				results[i].Err = checkReportSVG(r.Report)
+			}
+		}
+	}
 	width := 0
 	for _, r := range results {
 		width = max(width, len(r.Name))
@@ -108,6 +116,22 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// checkReportSVG verifies, in headless Chromium with the network off, that
+// every SVG of a report is visible. Reports without SVG pass.
+func checkReportSVG(report string) error {
+	page, err := os.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(page), "<svg") {
+		return nil
+	}
+	if err := labs.CheckSVGVisible(report); err != nil {
+		return fmt.Errorf("report check: %w", err)
 	}
 	return nil
 }

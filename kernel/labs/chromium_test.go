@@ -1,0 +1,105 @@
+package labs
+
+import (
+	"bytes"
+	"context"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// magenta is the fill of the fixtures' SVGs, a colour nothing else in a
+// report uses.
+var magenta = color.RGBA{0xe0, 0x15, 0x7a, 0xff}
+
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(Chromium); err != nil {
+		t.Fatalf("headless checks need %s: run make setup", Chromium)
+	}
+}
+
+func writeHTML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "page.html")
+	doc := "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>" + body + "</body></html>"
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const fixtureSVG = `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"><rect x="10" y="10" width="180" height="100" fill="#e0157a"/></svg>`
+
+// TestCheckSVGVisibleOnReport renders the outputs fixture (an SVG as
+// text/html, one as image/svg+xml) and checks Chromium draws both.
+func TestCheckSVGVisibleOnReport(t *testing.T) {
+	requireChromium(t)
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := RenderHTML(&buf, mustRead(t, "outputs.ipynb"), ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "outputs.html")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := InspectSVGs(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SVGs) != 2 {
+		t.Errorf("found %d SVGs, want 2: %+v", len(c.SVGs), c.SVGs)
+	}
+	// Each 180x100 rectangle is drawn in magenta.
+	for i, s := range c.SVGs {
+		if s.Where != "cell-4" {
+			t.Errorf("SVG %d is in %q, want cell-4", i+1, s.Where)
+		}
+	}
+	if n := c.CountColor(magenta, 8); n < 2*150*80 {
+		t.Errorf("screenshot has %d magenta pixels, want the two rectangles (>= %d)", n, 2*150*80)
+	}
+}
+
+// TestCheckSVGVisibleFails: the check must fail when the SVG is missing,
+// remote, hidden or empty.
+func TestCheckSVGVisibleFails(t *testing.T) {
+	requireChromium(t)
+	for _, tc := range []struct{ name, body, want string }{
+		{"missing", `<p>no picture here</p><img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==">`, "no SVG in the page"},
+		{"remote", `<img src="https://example.com/picture.svg" width="200" height="100">`, "remote resource in the HTML: <img src=https://example.com/picture.svg>"},
+		{"hidden", `<div style="display:none">` + fixtureSVG + `</div>`, "is not visible in the page"},
+		{"empty", `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"></svg>`, "has no content"},
+		{"white", `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"><rect width="200" height="120" fill="#ffffff"/></svg>`, "non-white pixels"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := CheckSVGVisible(writeHTML(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckSVGVisible = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckSVGVisibleRemoteFetchFails checks the network is really off: a
+// remote image that the static scan cannot see (set by a script) breaks.
+func TestCheckSVGVisibleRemoteFetchFails(t *testing.T) {
+	requireChromium(t)
+	t.Parallel()
+	body := fixtureSVG + `<img id="i" width="10" height="10"><script>document.getElementById('i').src = 'http' + '://127.0.0.1:8/x.png';</script>`
+	c, err := InspectSVGs(context.Background(), writeHTML(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(c.Problems, "; ")
+	if !strings.Contains(joined, "image did not load") {
+		t.Errorf("problems %q, want the remote image to fail to load", c.Problems)
+	}
+}

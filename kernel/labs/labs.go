@@ -1,0 +1,508 @@
+// Package labs runs the gomase lab notebooks headless through the "Go
+// (gomase)" Jupyter kernel and writes a self-contained HTML report of each;
+// `mase labs` is its command line.
+//
+// A run executes a notebook's cells in order with nbclient (Debian's
+// /usr/bin/python3, installed by `make setup`) and the gomase kernelspec,
+// stops at the first failing cell, writes the executed notebook and an
+// offline HTML report, and reports the failing cell with its error.
+//
+// Notebooks call Quick to shrink their work when run with `mase labs
+// --quick` (CI), and Root to find the repository's files.
+package labs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomase/gomase/kernel/kernelspec"
+)
+
+// ModulePath is the module path of the gomase repository's go.mod.
+const ModulePath = "github.com/gomase/gomase"
+
+// QuickEnv is the environment variable that turns quick mode on.
+const QuickEnv = "GOMASE_QUICK"
+
+// RootEnv is the environment variable that names the repository root; the
+// kernelspec sets it for notebooks.
+const RootEnv = "GOMASE_ROOT"
+
+// DefaultPython is the interpreter with nbclient (Debian's Jupyter).
+const DefaultPython = "/usr/bin/python3"
+
+// DefaultJupyter is Debian's jupyter command.
+const DefaultJupyter = "/usr/bin/jupyter"
+
+// DefaultCellTimeout bounds how long one cell may run.
+const DefaultCellTimeout = 30 * time.Minute
+
+//go:embed execute.py
+var executePy []byte
+
+// Quick reports whether notebooks should run in quick mode: GOMASE_QUICK
+// is set to anything but "", "0", "false", "no" or "off" (any case).
+// `mase labs --quick` sets it; notebooks use it to train on fewer batches,
+// search fewer trials, and so on.
+func Quick() bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(QuickEnv))) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}
+
+var moduleLineRE = regexp.MustCompile(`(?m)^\s*module\s+"?([^"\s]+)"?\s*$`)
+
+// isRoot reports whether dir holds the gomase go.mod.
+func isRoot(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	m := moduleLineRE.FindSubmatch(data)
+	return m != nil && string(m[1]) == ModulePath
+}
+
+// FindRoot walks up from dir to the directory whose go.mod declares module
+// github.com/gomase/gomase (nested modules such as kernel/tools are passed
+// over). When there is none it falls back to $GOMASE_ROOT.
+func FindRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if isRoot(d) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if env := os.Getenv(RootEnv); env != "" {
+		if isRoot(env) {
+			return filepath.Abs(env)
+		}
+		return "", fmt.Errorf("%s=%s does not hold a go.mod with `module %s`", RootEnv, env, ModulePath)
+	}
+	return "", fmt.Errorf("cannot find the gomase repository: no go.mod with `module %s` in %s or its parents, and %s is not set", ModulePath, abs, RootEnv)
+}
+
+// Root returns the gomase repository root, searched from the working
+// directory (see FindRoot). Inside the kernel, $GOMASE_ROOT points there.
+func Root() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return FindRoot(wd)
+}
+
+// Notebooks lists the lab notebooks of a repository: notebooks/*.ipynb,
+// sorted.
+func Notebooks(root string) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(root, "notebooks", "*.ipynb"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no notebooks in %s (expected notebooks/*.ipynb)", filepath.Join(root, "notebooks"))
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// Options configure a run.
+type Options struct {
+	// OutDir receives <name>.ipynb (executed) and <name>.html (report);
+	// "reports" if empty.
+	OutDir string
+	// Quick sets GOMASE_QUICK=1 for the notebooks; otherwise GOMASE_QUICK
+	// is removed from their environment.
+	Quick bool
+	// Root is the repository root; found from the working directory if empty.
+	Root string
+	// CellTimeout bounds each cell; DefaultCellTimeout if zero.
+	CellTimeout time.Duration
+	// Kernel is the kernelspec name; kernelspec.Name ("gomase") if empty.
+	Kernel string
+	// Python runs nbclient; DefaultPython if empty.
+	Python string
+	// Progress, when set, receives a line as each cell starts and ends.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.OutDir == "" {
+		o.OutDir = "reports"
+	}
+	if o.CellTimeout <= 0 {
+		o.CellTimeout = DefaultCellTimeout
+	}
+	if o.Kernel == "" {
+		o.Kernel = kernelspec.Name
+	}
+	if o.Python == "" {
+		o.Python = DefaultPython
+	}
+	if o.Root == "" {
+		root, err := Root()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	return nil
+}
+
+// Result is the outcome of running one notebook.
+type Result struct {
+	// Notebook is the input path, Name its base name without ".ipynb".
+	Notebook, Name string
+	// Executed and Report are the written notebook and HTML report ("" when
+	// not written).
+	Executed, Report string
+	// Duration is the wall time of the run.
+	Duration time.Duration
+	// Err is nil on success; a *CellError when a cell failed.
+	Err error
+}
+
+// OK reports whether the notebook ran without error.
+func (r Result) OK() bool { return r.Err == nil }
+
+// setupHint ends errors that `make setup` fixes.
+const setupHint = "run make setup"
+
+// CheckKernel verifies that Jupyter and the gomase kernelspec are installed
+// and that the kernelspec serves this checkout (its -go_work is opts.Root).
+// Its errors end with "run make setup".
+func CheckKernel(ctx context.Context, opts Options) error {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(DefaultJupyter); err != nil {
+		return fmt.Errorf("no Jupyter here (%s is missing): %s", DefaultJupyter, setupHint)
+	}
+	script, cleanup, err := writeDriver()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	cmd := exec.CommandContext(ctx, opts.Python, script, "--check", opts.Kernel)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && exitErr.ExitCode() == 3 {
+		return fmt.Errorf("the Jupyter kernel %q is not installed (not in `jupyter kernelspec list`): %s", opts.Kernel, setupHint)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot query Jupyter's kernelspecs with %s (%v; %s): %s", opts.Python, err, lastLines(stderr.String(), 3), setupHint)
+	}
+	var spec struct {
+		ResourceDir string   `json:"resource_dir"`
+		Argv        []string `json:"argv"`
+	}
+	if err := json.Unmarshal(lastLine(out), &spec); err != nil {
+		return fmt.Errorf("unexpected answer from the kernelspec query %q: %v", out, err)
+	}
+	if len(spec.Argv) == 0 {
+		return fmt.Errorf("kernelspec %q in %s has an empty argv: %s", opts.Kernel, spec.ResourceDir, setupHint)
+	}
+	if _, err := os.Stat(spec.Argv[0]); err != nil {
+		return fmt.Errorf("kernelspec %q starts %s, which is missing: %s", opts.Kernel, spec.Argv[0], setupHint)
+	}
+	if opts.Kernel == kernelspec.Name {
+		ks := kernelspec.Spec{Argv: spec.Argv}
+		if !sameDir(ks.GoWork(), opts.Root) {
+			return fmt.Errorf("kernelspec %q serves the checkout %q (-go_work), not this one (%s): %s", opts.Kernel, ks.GoWork(), opts.Root, setupHint)
+		}
+	}
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
+
+// Run checks the kernel, then runs each notebook in turn (all of them, even
+// after a failure). The error is for problems that stop every run (no
+// kernel, bad options); each notebook's outcome is in its Result.
+func Run(ctx context.Context, notebooks []string, opts Options) ([]Result, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := CheckKernel(ctx, opts); err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	for _, nb := range notebooks {
+		name := notebookName(nb)
+		if prev, dup := seen[name]; dup {
+			return nil, fmt.Errorf("notebooks %s and %s would both write %s.html in %s; run them separately with different --out", prev, nb, name, opts.OutDir)
+		}
+		seen[name] = nb
+	}
+	var results []Result
+	for _, nb := range notebooks {
+		results = append(results, RunNotebook(ctx, nb, opts))
+	}
+	return results, nil
+}
+
+func notebookName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".ipynb")
+}
+
+// driverStatus is execute.py's last stdout line.
+type driverStatus struct {
+	Status  string `json:"status"`
+	Cell    int    `json:"cell"`
+	Message string `json:"message"`
+}
+
+// RunNotebook executes one notebook and writes its executed copy and HTML
+// report into opts.OutDir. It does not check the kernel (see CheckKernel).
+func RunNotebook(ctx context.Context, path string, opts Options) Result {
+	start := time.Now()
+	res := Result{Notebook: path, Name: notebookName(path)}
+	finish := func(err error) Result {
+		res.Err = err
+		res.Duration = time.Since(start)
+		return res
+	}
+	if err := opts.defaults(); err != nil {
+		return finish(err)
+	}
+	if !strings.HasSuffix(path, ".ipynb") {
+		return finish(fmt.Errorf("%s is not a notebook (expected a .ipynb file)", path))
+	}
+	src, err := filepath.Abs(path)
+	if err != nil {
+		return finish(err)
+	}
+	input, err := ReadNotebook(src)
+	if err != nil {
+		return finish(err)
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return finish(err)
+	}
+	executed := filepath.Join(opts.OutDir, res.Name+".ipynb")
+	if absExec, err := filepath.Abs(executed); err == nil && absExec == src {
+		return finish(fmt.Errorf("--out %s would overwrite the notebook %s itself; choose another output directory", opts.OutDir, path))
+	}
+	_ = os.Remove(executed)
+	script, cleanup, err := writeDriver()
+	if err != nil {
+		return finish(err)
+	}
+	defer cleanup()
+
+	cmd := exec.CommandContext(ctx, opts.Python, script, src, executed, opts.Kernel,
+		fmt.Sprint(int(opts.CellTimeout.Seconds())), filepath.Dir(src))
+	cmd.Env = notebookEnv(os.Environ(), opts)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // nbclient shuts the kernel down
+	cmd.WaitDelay = 15 * time.Second
+	var stdout bytes.Buffer
+	stderr := &tailWriter{max: 200}
+	cmd.Stdout = &stdout
+	cmd.Stderr = stderr
+	if opts.Progress != nil {
+		cmd.Stderr = io.MultiWriter(stderr, &prefixWriter{w: opts.Progress, prefix: res.Name + ": "})
+	}
+	runErr := cmd.Run()
+
+	var st driverStatus
+	if line := lastLine(stdout.Bytes()); len(line) > 0 {
+		_ = json.Unmarshal(line, &st)
+	}
+	out, readErr := ReadNotebook(executed)
+	if readErr == nil {
+		res.Executed = executed
+	}
+	var failure error
+	switch {
+	case st.Status == "ok":
+		// A cell tagged raises-exception may have failed; that is fine.
+	case st.Status == "cell_error" && readErr == nil && FirstError(out) != nil:
+		failure = FirstError(out)
+	case st.Status == "cell_error" || st.Status == "timeout" || st.Status == "dead_kernel":
+		nb := out
+		if nb == nil {
+			nb = input
+		}
+		ce := &CellError{Index: st.Cell, EValue: st.Message}
+		if st.Cell >= 1 && st.Cell <= len(nb.Cells) {
+			c := &nb.Cells[st.Cell-1]
+			ce = cellError(c, st.Cell-1)
+			ce.Details = failureDetails(c)
+		}
+		switch st.Status {
+		case "timeout":
+			ce.Kind = "timeout"
+			ce.EValue = fmt.Sprintf("no result after %s (the per-cell limit; raise it with --timeout)", opts.CellTimeout)
+		case "dead_kernel":
+			ce.Kind = "dead kernel"
+			ce.EValue = "the kernel process exited while running this cell; GoNB's log is gonb.log in the kernelspec directory (`jupyter kernelspec list`)"
+		default:
+			ce.Kind = "error"
+			ce.EValue = StripANSI(st.Message)
+		}
+		failure = ce
+	case st.Status == "error":
+		failure = fmt.Errorf("could not run the notebook with kernel %q: %s", opts.Kernel, strings.TrimSpace(StripANSI(st.Message)))
+	case ctx.Err() != nil:
+		failure = fmt.Errorf("interrupted: %w", ctx.Err())
+	default:
+		failure = fmt.Errorf("the notebook runner (%s) failed: %v\n%s", opts.Python, runErr, lastLines(stderr.String(), 15))
+	}
+
+	// The report shows the executed notebook, or the input when execution
+	// wrote nothing.
+	shown := out
+	if shown == nil {
+		shown = input
+	}
+	info := ReportInfo{
+		Name:      filepath.Base(path),
+		Err:       failure,
+		Duration:  time.Since(start),
+		Quick:     opts.Quick,
+		Generated: time.Now(),
+		BaseDir:   filepath.Dir(src),
+	}
+	var ce *CellError
+	if errors.As(failure, &ce) {
+		info.FailedCell = ce.Index
+	}
+	report := filepath.Join(opts.OutDir, res.Name+".html")
+	if err := WriteReport(report, shown, info); err != nil {
+		failure = errors.Join(failure, fmt.Errorf("HTML report: %w", err))
+	} else {
+		res.Report = report
+	}
+	return finish(failure)
+}
+
+// notebookEnv is the runner's environment with GOMASE_QUICK and GOMASE_ROOT
+// set for the kernel.
+func notebookEnv(env []string, opts Options) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, QuickEnv+"=") || strings.HasPrefix(kv, RootEnv+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	if opts.Quick {
+		out = append(out, QuickEnv+"=1")
+	}
+	out = append(out, RootEnv+"="+opts.Root, "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	return out
+}
+
+// writeDriver writes execute.py to a temporary directory.
+func writeDriver() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "gomase-labs-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "execute.py")
+	if err := os.WriteFile(path, executePy, 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+func lastLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return bytes.TrimSpace(lines[len(lines)-1])
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tailWriter keeps the last max lines written to it.
+type tailWriter struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+	part  string
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(p)
+	lines := strings.Split(s, "\n")
+	t.part = lines[len(lines)-1]
+	t.lines = append(t.lines, lines[:len(lines)-1]...)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(append(append([]string{}, t.lines...), t.part), "\n")
+}
+
+// prefixWriter writes each complete line with a prefix.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    bytes.Buffer
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf.Write(b)
+	sc := bufio.NewReader(&p.buf)
+	for {
+		line, err := sc.ReadString('\n')
+		if err != nil {
+			p.buf.Reset()
+			p.buf.WriteString(line)
+			break
+		}
+		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+			return len(b), err
+		}
+	}
+	return len(b), nil
+}
