@@ -3,7 +3,6 @@
 # matmul kernels); a plain build works too, only slower.
 export GOEXPERIMENT := simd
 export GOMLX_BACKEND ?= go
-export GOFLAGS ?= -mod=mod
 
 GO ?= go
 REPORTS ?= reports
