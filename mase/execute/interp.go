@@ -117,21 +117,5 @@ func scopeAt(root *model.Scope, path string) *model.Scope {
 
 // resolveArg replaces MaseGraph nodes inside an argument by their values.
 func resolveArg(v any, vals Values) any {
-	switch x := v.(type) {
-	case *ir.Node:
-		return vals[x]
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = resolveArg(e, vals)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = resolveArg(e, vals)
-		}
-		return out
-	}
-	return v
+	return ir.MapNodes(v, func(n *ir.Node) any { return vals[n] })
 }

@@ -45,7 +45,7 @@ func init() {
 		"arange":                       arange,
 		"scaled_dot_product_attention": sdpa,
 		"softmax":                      softmax,
-		"relu":                         unary("relu", func(x *graph.Node) *graph.Node { return graph.Max(x, graph.ZerosLike(x)) }),
+		"relu":                         unary("relu", nn.ReLUOp),
 		"tanh":                         unary("tanh", graph.Tanh),
 		"gelu":                         unary("gelu", nn.GELUOp),
 		"sigmoid":                      unary("sigmoid", graph.Sigmoid),

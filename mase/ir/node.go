@@ -153,7 +153,7 @@ func (n *Node) ReplaceAllUsesWith(replacement *Node) ([]*Node, error) {
 // ReplaceInputWith replaces every occurrence of old among n's arguments by
 // replacement.
 func (n *Node) ReplaceInputWith(old, replacement *Node) error {
-	swap := func(v any) any {
+	swap := func(v *Node) any {
 		if v == old {
 			return replacement
 		}
@@ -161,34 +161,35 @@ func (n *Node) ReplaceInputWith(old, replacement *Node) error {
 	}
 	args := make([]any, len(n.args))
 	for i, a := range n.args {
-		args[i] = mapNodes(a, swap)
+		args[i] = MapNodes(a, swap)
 	}
 	var kwargs map[string]any
 	if n.kwargs != nil {
 		kwargs = make(map[string]any, len(n.kwargs))
 		for k, v := range n.kwargs {
-			kwargs[k] = mapNodes(v, swap)
+			kwargs[k] = MapNodes(v, swap)
 		}
 	}
 	return n.setInputs(args, kwargs)
 }
 
-// mapNodes returns v with every *Node inside it (also inside slices and
-// maps) passed through f.
-func mapNodes(v any, f func(any) any) any {
+// MapNodes returns a copy of the argument value v in which every *Node
+// (also inside []any tuples and map[string]any) is replaced by f(node).
+// Executors use it to substitute values for nodes.
+func MapNodes(v any, f func(*Node) any) any {
 	switch x := v.(type) {
 	case *Node:
 		return f(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = mapNodes(e, f)
+			out[i] = MapNodes(e, f)
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = mapNodes(e, f)
+			out[k] = MapNodes(e, f)
 		}
 		return out
 	}
@@ -198,14 +199,14 @@ func mapNodes(v any, f func(any) any) any {
 // collectNodes returns the distinct nodes inside args and kwargs in order.
 func collectNodes(args []any, kwargs map[string]any) []*Node {
 	var out []*Node
-	visit := func(v any) any {
-		if n, ok := v.(*Node); ok && !slices.Contains(out, n) {
+	visit := func(n *Node) any {
+		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
-		return v
+		return n
 	}
 	for _, a := range args {
-		mapNodes(a, visit)
+		MapNodes(a, visit)
 	}
 	keys := make([]string, 0, len(kwargs))
 	for k := range kwargs {
@@ -213,7 +214,7 @@ func collectNodes(args []any, kwargs map[string]any) []*Node {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		mapNodes(kwargs[k], visit)
+		MapNodes(kwargs[k], visit)
 	}
 	return out
 }

@@ -286,7 +286,7 @@ func (a *activation) Forward(c *Call, args []any, _ map[string]any) (any, error)
 }
 
 // NewReLU returns torch.nn.ReLU.
-func NewReLU() Leaf { return &activation{name: "ReLU", fn: reluOp} }
+func NewReLU() Leaf { return &activation{name: "ReLU", fn: ReLUOp} }
 
 // NewTanh returns torch.nn.Tanh.
 func NewTanh() Leaf { return &activation{name: "Tanh", fn: graph.Tanh} }
@@ -375,8 +375,8 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-// reluOp is max(x, 0).
-func reluOp(x *graph.Node) *graph.Node { return graph.Max(x, graph.ZerosLike(x)) }
+// ReLUOp is max(x, 0).
+func ReLUOp(x *graph.Node) *graph.Node { return graph.Max(x, graph.ZerosLike(x)) }
 
 // AlignRanks prepends size-1 axes to the lower-rank operand so that GoMLX's
 // binary ops (which broadcast size-1 axes but not missing ones) follow

@@ -149,28 +149,31 @@ type NamedModule struct {
 // path and creates every parameter in a new store, initialised from seed.
 func NewModel(root Module, seed uint64) (*Model, error) {
 	m := &Model{Root: root, Store: model.NewStore(), byPath: map[string]Module{}}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	var walk func(path string, mod Module) error
-	walk = func(path string, mod Module) error {
-		if _, dup := m.byPath[path]; dup {
-			return fmt.Errorf("module path %q appears twice in the model", path)
-		}
-		m.byPath[path] = mod
-		m.modules = append(m.modules, NamedModule{path, mod})
-		if err := m.createParams(path, mod, rng); err != nil {
-			return err
-		}
-		for _, ch := range mod.Children() {
-			if err := walk(Join(path, ch.Name), ch.Module); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk("", root); err != nil {
+	if err := m.register("", root, newRNG(seed)); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+
+// register records mod and its subtree under path and creates their
+// parameters.
+func (m *Model) register(path string, mod Module, rng *rand.Rand) error {
+	if _, dup := m.byPath[path]; dup {
+		return fmt.Errorf("module path %q appears twice in the model", path)
+	}
+	m.byPath[path] = mod
+	m.modules = append(m.modules, NamedModule{path, mod})
+	if err := m.createParams(path, mod, rng); err != nil {
+		return err
+	}
+	for _, ch := range mod.Children() {
+		if err := m.register(Join(path, ch.Name), ch.Module, rng); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *Model) createParams(path string, mod Module, rng *rand.Rand) error {
@@ -197,22 +200,7 @@ func (m *Model) AddModule(path string, mod Module, seed uint64) error {
 	if _, dup := m.byPath[path]; dup {
 		return fmt.Errorf("a module already exists at %q", path)
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	var walk func(p string, mod Module) error
-	walk = func(p string, mod Module) error {
-		m.byPath[p] = mod
-		m.modules = append(m.modules, NamedModule{p, mod})
-		if err := m.createParams(p, mod, rng); err != nil {
-			return err
-		}
-		for _, ch := range mod.Children() {
-			if err := walk(Join(p, ch.Name), ch.Module); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return walk(path, mod)
+	return m.register(path, mod, newRNG(seed))
 }
 
 // Join joins a module path and a child name with '.'.
@@ -320,8 +308,6 @@ func writeModule(b *strings.Builder, mod Module, depth int) {
 	b.WriteByte('\n')
 	for i := 0; i < len(children); i++ {
 		ch := children[i]
-		// Collapse runs of identical layers the way ModuleList does not; we
-		// print every child like torch does.
 		b.WriteString(strings.Repeat("  ", depth+1))
 		fmt.Fprintf(b, "(%s): ", ch.Name)
 		writeModule(b, ch.Module, depth+1)

@@ -184,17 +184,7 @@ func isTensor(v any, vals map[*ir.Node]any) bool {
 
 // resolve replaces nodes inside v by their recorded values.
 func resolve(v any, vals map[*ir.Node]any) any {
-	switch x := v.(type) {
-	case *ir.Node:
-		return vals[x]
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = resolve(e, vals)
-		}
-		return out
-	}
-	return v
+	return ir.MapNodes(v, func(n *ir.Node) any { return vals[n] })
 }
 
 // describe builds the type/precision/shape entry of a value.
