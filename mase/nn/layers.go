@@ -226,7 +226,7 @@ func (l *LayerNorm) Forward(c *Call, args []any, _ map[string]any) (any, error) 
 	mean := graph.ReduceAndKeep(x, graph.ReduceMean, axis)
 	centred := graph.Sub(x, mean)
 	variance := graph.ReduceAndKeep(graph.Square(centred), graph.ReduceMean, axis)
-	norm := graph.Mul(centred, graph.Rsqrt(graph.AddScalar(variance, l.Eps)))
+	norm := graph.Div(centred, graph.Sqrt(graph.AddScalar(variance, l.Eps))) // Rsqrt has no gradient in GoMLX
 	return Broadcasting(graph.Add)(Broadcasting(graph.Mul)(norm, w), b), nil
 }
 

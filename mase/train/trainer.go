@@ -1,0 +1,340 @@
+package train
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/train/optimizer"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// Batch is one batch of model inputs by placeholder name (input_ids,
+// attention_mask, labels); labels must be among them.
+type Batch map[string]*tensors.Tensor
+
+// Batches yields the batches of one pass over a split, or an error.
+type Batches = iter.Seq2[Batch, error]
+
+// Trainer trains a MaseGraph whose output is (loss, logits) — a model
+// traced with labels, as MASE's hf_input_names=[..., "labels"].
+type Trainer struct {
+	mg     *mase.MaseGraph
+	cfg    Config
+	inputs []string
+	step   *model.Exec
+	eval   *execute.Compiled
+
+	mu        sync.Mutex
+	gradNorm  float64
+	stepsDone int
+}
+
+// New prepares training of mg with cfg: it marks the parameters under the
+// Freeze prefixes as not trainable (and every other model parameter as
+// trainable), and compiles the training step lazily on first use.
+func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	out := mg.Graph.OutputNode()
+	if out == nil {
+		return nil, fmt.Errorf("train: graph has no output")
+	}
+	if tuple, ok := out.Arg(0).([]any); !ok || len(tuple) != 2 {
+		return nil, fmt.Errorf("train: the graph must output (loss, logits): trace the model with labels, e.g. inputs input_ids,attention_mask,labels (traced: %v)", mg.InputNames)
+	}
+	t := &Trainer{mg: mg, cfg: cfg}
+	for _, p := range mg.Graph.Placeholders() {
+		t.inputs = append(t.inputs, p.Target)
+	}
+	if !slices.Contains(t.inputs, "labels") {
+		return nil, fmt.Errorf("train: the graph has no labels input (traced: %v)", t.inputs)
+	}
+	if err := SetFrozen(mg.Model, cfg.Freeze); err != nil {
+		return nil, err
+	}
+	be, err := backend.Default()
+	if err != nil {
+		return nil, err
+	}
+	if err := mg.Model.Store.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
+		return nil, fmt.Errorf("train: seeding dropout: %w", err)
+	}
+	t.step, err = model.NewExec(be, mg.Model.Store, t.stepGraph)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if t.eval, err = execute.CompileOn(be, mg.Model, mg.Graph, execute.Mode{}, false); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	return t, nil
+}
+
+// SetFrozen marks every parameter of m whose dotted name starts with one of
+// the module prefixes as frozen (not trainable), and all others as
+// trainable. An unknown prefix is an error listing the top-level modules.
+func SetFrozen(m *nn.Model, prefixes []string) error {
+	for _, p := range prefixes {
+		if _, ok := m.Module(p); !ok {
+			var top []string
+			for _, ch := range m.Root.Children() {
+				top = append(top, ch.Name)
+			}
+			return fmt.Errorf("freeze: the model has no module %q (top-level modules: %s)", p, strings.Join(top, ", "))
+		}
+	}
+	for _, par := range m.Parameters() {
+		frozen := false
+		for _, p := range prefixes {
+			frozen = frozen || par.Name == p || strings.HasPrefix(par.Name, p+".")
+		}
+		par.Variable.SetTrainable(!frozen)
+	}
+	return nil
+}
+
+// TrainableParameters counts the scalar parameters that will be trained.
+func TrainableParameters(m *nn.Model) int {
+	n := 0
+	for _, p := range m.Parameters() {
+		if p.Variable.Trainable {
+			n += p.Variable.Shape().Size()
+		}
+	}
+	return n
+}
+
+// stepGraph builds one training step: inputs are the batch tensors in
+// placeholder order followed by the learning rate; outputs are the loss
+// and the global gradient norm before clipping.
+func (t *Trainer) stepGraph(scope *model.Scope, ins []*graph.Node) []*graph.Node {
+	g := ins[0].Graph()
+	byName := map[string]*graph.Node{}
+	for i, name := range t.inputs {
+		byName[name] = ins[i]
+	}
+	lr := ins[len(t.inputs)]
+	vals, err := execute.Build(g, scope, t.mg.Model, t.mg.Graph, byName, execute.Mode{Training: true})
+	if err != nil {
+		panic(err)
+	}
+	loss := vals[t.mg.Graph.OutputNode()].([]any)[0].(*graph.Node)
+	grads := scope.BuildTrainableVariablesGradientsGraph(loss)
+	if len(grads) == 0 {
+		panic(fmt.Errorf("no trainable parameters: everything is frozen"))
+	}
+	sq := graph.ScalarZero(g, loss.DType())
+	for _, gr := range grads {
+		sq = graph.Add(sq, graph.ReduceAllSum(graph.Square(gr)))
+	}
+	norm := graph.Sqrt(sq)
+	if t.cfg.MaxGradNorm > 0 {
+		// torch.nn.utils.clip_grad_norm_: scale by max_norm/(norm+1e-6), at most 1.
+		coef := graph.Min(graph.ScalarOne(g, norm.DType()),
+			graph.Div(graph.Scalar(g, norm.DType(), t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6)))
+		for i := range grads {
+			grads[i] = graph.Mul(grads[i], coef)
+		}
+	}
+	optimizer.LearningRateVar(scope, loss.DType(), t.cfg.LearningRate).SetNodeValue(lr)
+	opt := optimizer.Adam().LearningRate(t.cfg.LearningRate).Betas(t.cfg.Beta1, t.cfg.Beta2).
+		Epsilon(t.cfg.Epsilon).WeightDecay(t.cfg.WeightDecay).Done()
+	opt.(interface {
+		UpdateGraphWithGradients(*model.Scope, []*graph.Node, dtypes.DType)
+	}).UpdateGraphWithGradients(scope, grads, loss.DType())
+	return []*graph.Node{loss, norm}
+}
+
+// Step runs one optimizer step on a batch at learning rate lr and returns
+// the batch loss (before the update) and the gradient norm (before
+// clipping).
+func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) {
+	args := make([]any, 0, len(t.inputs)+1)
+	for _, name := range t.inputs {
+		x, ok := b[name]
+		if !ok {
+			return 0, 0, fmt.Errorf("train: batch lacks input %q (the graph takes %v)", name, t.inputs)
+		}
+		args = append(args, x)
+	}
+	args = append(args, tensors.FromScalar(float32(lr)))
+	outs, err := t.step.Call(args...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("train step: %w", err)
+	}
+	l := float64(tensors.MustCopyFlatData[float32](outs[0])[0])
+	n := float64(tensors.MustCopyFlatData[float32](outs[1])[0])
+	t.mu.Lock()
+	t.stepsDone++
+	t.gradNorm = n
+	t.mu.Unlock()
+	return l, n, nil
+}
+
+// Metrics are the results of an evaluation.
+type Metrics struct {
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+	Examples int     `json:"examples"`
+}
+
+// Evaluate runs the graph in eval mode over every batch and returns the
+// accuracy (argmax of the logits against the labels, as MASE's
+// evaluate_metric "accuracy") and the mean loss.
+func (t *Trainer) Evaluate(batches Batches) (Metrics, error) {
+	return Evaluate(t.eval, batches)
+}
+
+// Evaluate is Trainer.Evaluate for any compiled graph with (loss, logits)
+// outputs.
+func Evaluate(c *execute.Compiled, batches Batches) (Metrics, error) {
+	var m Metrics
+	correct, lossSum := 0, 0.0
+	for b, err := range batches {
+		if err != nil {
+			return m, err
+		}
+		outs, err := c.Run(b)
+		if err != nil {
+			return m, fmt.Errorf("evaluate: %w", err)
+		}
+		if len(outs) != 2 {
+			return m, fmt.Errorf("evaluate: the graph must output (loss, logits), got %d outputs", len(outs))
+		}
+		labels, err := labelsOf(b)
+		if err != nil {
+			return m, err
+		}
+		logits := tensors.MustCopyFlatData[float32](outs[1])
+		dims := outs[1].Shape().Dimensions
+		classes := dims[len(dims)-1]
+		if len(logits) != classes*len(labels) {
+			return m, fmt.Errorf("evaluate: logits %v for %d labels", dims, len(labels))
+		}
+		for i, y := range labels {
+			row := logits[i*classes : (i+1)*classes]
+			best := 0
+			for j, v := range row {
+				if v > row[best] {
+					best = j
+				}
+			}
+			if best == int(y) {
+				correct++
+			}
+		}
+		lossSum += float64(tensors.MustCopyFlatData[float32](outs[0])[0]) * float64(len(labels))
+		m.Examples += len(labels)
+	}
+	if m.Examples == 0 {
+		return m, fmt.Errorf("evaluate: no examples")
+	}
+	m.Accuracy = float64(correct) / float64(m.Examples)
+	m.Loss = lossSum / float64(m.Examples)
+	return m, nil
+}
+
+func labelsOf(b Batch) ([]int32, error) {
+	l, ok := b["labels"]
+	if !ok {
+		return nil, fmt.Errorf("evaluate: batch has no labels")
+	}
+	return tensors.CopyFlatData[int32](l)
+}
+
+// LogEntry is one logged point of training.
+type LogEntry struct {
+	Step         int     `json:"step"`
+	Epoch        float64 `json:"epoch"`
+	Loss         float64 `json:"loss"`
+	LearningRate float64 `json:"learning_rate"`
+	GradNorm     float64 `json:"grad_norm"`
+}
+
+// History is what Train returns: the logged losses and the totals.
+type History struct {
+	Log       []LogEntry `json:"log"`
+	Steps     int        `json:"steps"`
+	Examples  int        `json:"examples"`
+	Seconds   float64    `json:"seconds"`
+	FinalLoss float64    `json:"final_loss"`
+}
+
+// Progress receives training progress: after every step (for progress
+// bars and live plots) and at every logging point.
+type Progress interface {
+	// OnStep is called after each optimizer step.
+	OnStep(step, total int, loss float64)
+	// OnLog is called every LogEvery steps with the mean loss since the
+	// last log.
+	OnLog(e LogEntry)
+}
+
+// Train runs cfg.Epochs passes over the data. epoch(e) yields the batches
+// of epoch e (shuffled by the caller, e.g. with seed+e); stepsPerEpoch is
+// their number (for the schedule and the progress total).
+func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress Progress) (*History, error) {
+	if stepsPerEpoch < 1 {
+		return nil, fmt.Errorf("train: steps per epoch must be ≥ 1, got %d", stepsPerEpoch)
+	}
+	total := stepsPerEpoch * t.cfg.Epochs
+	h := &History{}
+	start := nowFn()
+	step := 0
+	window, windowN := 0.0, 0
+	for e := 0; e < t.cfg.Epochs; e++ {
+		for b, err := range epoch(e) {
+			if err != nil {
+				return h, err
+			}
+			if step >= total {
+				return h, fmt.Errorf("train: epoch %d yielded more than the %d batches announced", e, stepsPerEpoch)
+			}
+			lr := t.cfg.LearningRateAt(step, total)
+			loss, norm, err := t.Step(b, lr)
+			if err != nil {
+				return h, err
+			}
+			if math.IsNaN(loss) || math.IsInf(loss, 0) {
+				return h, fmt.Errorf("train: loss is %v at step %d (learning rate %g): training diverged", loss, step+1, lr)
+			}
+			step++
+			labels, _ := labelsOf(b)
+			h.Examples += len(labels)
+			window += loss
+			windowN++
+			h.FinalLoss = loss
+			if progress != nil {
+				progress.OnStep(step, total, loss)
+			}
+			if t.cfg.LogEvery > 0 && (step%t.cfg.LogEvery == 0 || step == total) {
+				entry := LogEntry{Step: step, Epoch: float64(step) / float64(stepsPerEpoch), Loss: window / float64(windowN),
+					LearningRate: t.cfg.LearningRateAt(step, total), GradNorm: norm}
+				h.Log = append(h.Log, entry)
+				if progress != nil {
+					progress.OnLog(entry)
+				}
+				window, windowN = 0, 0
+			}
+		}
+	}
+	h.Steps = step
+	h.Seconds = nowFn().Sub(start).Seconds()
+	return h, nil
+}
+
+// CompiledEval returns the trainer's eval-mode executable of the graph.
+func (t *Trainer) CompiledEval() *execute.Compiled { return t.eval }
+
