@@ -337,4 +337,3 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 
 // CompiledEval returns the trainer's eval-mode executable of the graph.
 func (t *Trainer) CompiledEval() *execute.Compiled { return t.eval }
-
