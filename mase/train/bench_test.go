@@ -1,0 +1,49 @@
+package train
+
+import (
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/models"
+)
+
+// BenchmarkBertTinyTrainStep times one full training step of bert-tiny
+// (train-mode forward, cross-entropy, backward, clipping, AdamW) at batch 8
+// × 128 tokens — the step ../shared/bench/torch_peer.py times in PyTorch.
+// It reports samples/s and tokens/s.
+func BenchmarkBertTinyTrainStep(b *testing.B) {
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := New(mg, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch, seq = 8, 128
+	ids, mask := make([]int32, batch*seq), make([]int32, batch*seq)
+	for i := range ids {
+		ids[i], mask[i] = int32(1000+(i*7919)%29000), 1
+	}
+	in := Batch{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq),
+		"attention_mask": tensors.FromFlatDataAndDimensions(mask, batch, seq),
+		"labels":         tensors.FromFlatDataAndDimensions([]int32{0, 1, 1, 0, 1, 0, 0, 1}, batch)}
+	if _, _, err := tr.Step(in, 5e-5); err != nil { // compile outside the timing
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := tr.Step(in, 5e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perStep := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(batch/perStep, "samples/s")
+	b.ReportMetric(batch*seq/perStep, "tokens/s")
+}
