@@ -27,6 +27,17 @@ func (c *Container) Children() []Named { return c.Kids }
 // Params implements Module: containers own no parameters.
 func (c *Container) Params() []ParamSpec { return nil }
 
+// SetChild replaces the submodule called name (ChildSetter).
+func (c *Container) SetChild(name string, mod Module) error {
+	for i, k := range c.Kids {
+		if k.Name == name {
+			c.Kids[i].Module = mod
+			return nil
+		}
+	}
+	return fmt.Errorf("%s has no child %q", c.Type, name)
+}
+
 // Child returns the submodule called name, or nil.
 func (c *Container) Child(name string) Module {
 	for _, k := range c.Kids {
@@ -88,9 +99,9 @@ func (l *Linear) Params() []ParamSpec {
 	if bi == nil {
 		bi = Uniform(bound)
 	}
-	ps := []ParamSpec{{"weight", []int{l.OutFeatures, l.InFeatures}, wi}}
+	ps := []ParamSpec{{Name: "weight", Shape: []int{l.OutFeatures, l.InFeatures}, Init: wi}}
 	if l.Bias {
-		ps = append(ps, ParamSpec{"bias", []int{l.OutFeatures}, bi})
+		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.OutFeatures}, Init: bi})
 	}
 	return ps
 }
@@ -169,7 +180,7 @@ func (e *Embedding) Params() []ParamSpec {
 			return v
 		}
 	}
-	return []ParamSpec{{"weight", []int{e.NumEmbeddings, e.EmbeddingDim}, init}}
+	return []ParamSpec{{Name: "weight", Shape: []int{e.NumEmbeddings, e.EmbeddingDim}, Init: init}}
 }
 
 // Forward implements Leaf: integer ids [...] → [..., dim].
@@ -205,7 +216,7 @@ func (l *LayerNorm) ExtraRepr() string {
 
 // Params implements Module.
 func (l *LayerNorm) Params() []ParamSpec {
-	return []ParamSpec{{"weight", []int{l.Dim}, Ones}, {"bias", []int{l.Dim}, Zeros}}
+	return []ParamSpec{{Name: "weight", Shape: []int{l.Dim}, Init: Ones}, {Name: "bias", Shape: []int{l.Dim}, Init: Zeros}}
 }
 
 // Forward implements Leaf.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -44,6 +45,9 @@ type ParamSpec struct {
 	Name  string
 	Shape []int
 	Init  Init
+	// Frozen marks a parameter the module never trains (LoRA's base
+	// weight); trainers leave it out whatever they freeze or unfreeze.
+	Frozen bool
 }
 
 // Init fills a parameter's values at model creation, given the shape and a
@@ -73,7 +77,7 @@ type Call struct {
 
 // Param returns the node of the module's parameter name.
 func (c *Call) Param(name string) (*graph.Node, error) {
-	v := c.Scope.GetVariable(name)
+	v := c.Scope.Store().GetVariable(StorePath(Join(c.Path, name)))
 	if v == nil {
 		return nil, fmt.Errorf("module %s has no parameter %q in the model store", c.Path, name)
 	}
@@ -183,9 +187,11 @@ func (m *Model) createParams(path string, mod Module, rng *rand.Rand) error {
 			return fmt.Errorf("parameter %s: initialiser gave %d values for shape %v", Join(path, p.Name), len(vals), p.Shape)
 		}
 		t := tensors.FromFlatDataAndDimensions(vals, p.Shape...)
-		if _, err := m.Store.CreateVariable(StorePath(Join(path, p.Name)), t); err != nil {
+		v, err := m.Store.CreateVariable(StorePath(Join(path, p.Name)), t)
+		if err != nil {
 			return fmt.Errorf("creating parameter %s: %w", Join(path, p.Name), err)
 		}
+		v.SetTrainable(!p.Frozen)
 	}
 	return nil
 }
@@ -201,6 +207,81 @@ func (m *Model) AddModule(path string, mod Module, seed uint64) error {
 		return fmt.Errorf("a module already exists at %q", path)
 	}
 	return m.register(path, mod, newRNG(seed))
+}
+
+// ChildSetter is a module whose children can be replaced (Container).
+type ChildSetter interface {
+	SetChild(name string, mod Module) error
+}
+
+// ReplaceModule swaps the module at path (not the root) for mod: the
+// parent's child entry, the path index and the parameters change; the old
+// module's parameters are deleted from the store and mod's are created,
+// taking the values in values (by parameter name, e.g. "linear.weight")
+// and initialising the rest from seed. Graph nodes that call the path now
+// call mod.
+func (m *Model) ReplaceModule(path string, mod Module, values map[string]*tensors.Tensor, seed uint64) error {
+	old, ok := m.byPath[path]
+	if !ok || path == "" {
+		return fmt.Errorf("replace module: the model has no module %q", path)
+	}
+	parentPath, name := "", path
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		parentPath, name = path[:i], path[i+1:]
+	}
+	parent, ok := m.byPath[parentPath].(ChildSetter)
+	if !ok {
+		return fmt.Errorf("replace module: the parent of %q (%s) cannot have its children replaced", path, m.byPath[parentPath].TypeName())
+	}
+	// Check the given values before changing anything.
+	specs := map[string]ParamSpec{}
+	for _, p := range mod.Params() {
+		specs[p.Name] = p
+	}
+	for k, t := range values {
+		p, ok := specs[k]
+		if !ok {
+			return fmt.Errorf("replace module %s: %s has no parameter %q", path, mod.TypeName(), k)
+		}
+		if !slices.Equal(t.Shape().Dimensions, p.Shape) {
+			return fmt.Errorf("replace module %s: value for %s has shape %v, want %v", path, k, t.Shape().Dimensions, p.Shape)
+		}
+	}
+	if err := parent.SetChild(name, mod); err != nil {
+		return err
+	}
+	// Drop the old subtree from the index and the store.
+	at := -1
+	kept := m.modules[:0]
+	for i, nm := range m.modules {
+		if nm.Path == path || strings.HasPrefix(nm.Path, path+".") {
+			if at < 0 {
+				at = i
+			}
+			for _, p := range nm.Module.Params() {
+				if err := m.Store.DeleteVariable(StorePath(Join(nm.Path, p.Name))); err != nil {
+					return fmt.Errorf("replace module %s: %w", path, err)
+				}
+			}
+			delete(m.byPath, nm.Path)
+			continue
+		}
+		kept = append(kept, nm)
+	}
+	_ = old
+	tail := append([]NamedModule(nil), kept[at:]...)
+	m.modules = kept[:at]
+	if err := m.register(path, mod, newRNG(seed)); err != nil {
+		return err
+	}
+	m.modules = append(m.modules, tail...)
+	for k, t := range values {
+		v := m.Store.GetVariable(StorePath(Join(path, k)))
+		if err := v.SetValue(t); err != nil {
+			return fmt.Errorf("replace module %s: setting %s: %w", path, k, err)
+		}
+	}
+	return nil
 }
 
 // Join joins a module path and a child name with '.'.
@@ -238,6 +319,8 @@ type Parameter struct {
 	Name     string // dotted HuggingFace name: bert.embeddings.word_embeddings.weight
 	Shape    []int
 	Variable *model.Variable
+	// Frozen is the module's own declaration (ParamSpec.Frozen).
+	Frozen bool
 }
 
 // Parameters returns every parameter in tree order (torch's
@@ -251,7 +334,7 @@ func (m *Model) Parameters() []Parameter {
 			if v == nil {
 				continue
 			}
-			out = append(out, Parameter{Name: name, Shape: v.Shape().Dimensions, Variable: v})
+			out = append(out, Parameter{Name: name, Shape: v.Shape().Dimensions, Variable: v, Frozen: p.Frozen})
 		}
 	}
 	return out

@@ -41,9 +41,9 @@ type Trainer struct {
 	stepsDone int
 }
 
-// New prepares training of mg with cfg: it marks the parameters under the
-// Freeze prefixes as not trainable (and every other model parameter as
-// trainable), and compiles the training step lazily on first use.
+// New prepares training of mg with cfg: it freezes the parameters under
+// the Freeze prefixes (others keep their state: see SetFrozen, Unfreeze)
+// and compiles the training step lazily on first use.
 func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -82,10 +82,20 @@ func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
 	return t, nil
 }
 
-// SetFrozen marks every parameter of m whose dotted name starts with one of
-// the module prefixes as frozen (not trainable), and all others as
-// trainable. An unknown prefix is an error listing the top-level modules.
+// SetFrozen freezes (marks not trainable) every parameter of m whose
+// dotted name starts with one of the module prefixes. Other parameters keep
+// their state. An unknown prefix is an error listing the top-level modules.
 func SetFrozen(m *nn.Model, prefixes []string) error {
+	return setTrainable(m, prefixes, false)
+}
+
+// Unfreeze makes the parameters under the prefixes trainable again, except
+// those their module declares frozen (ParamSpec.Frozen: LoRA's base weight).
+func Unfreeze(m *nn.Model, prefixes []string) error {
+	return setTrainable(m, prefixes, true)
+}
+
+func setTrainable(m *nn.Model, prefixes []string, trainable bool) error {
 	for _, p := range prefixes {
 		if _, ok := m.Module(p); !ok {
 			var top []string
@@ -96,11 +106,11 @@ func SetFrozen(m *nn.Model, prefixes []string) error {
 		}
 	}
 	for _, par := range m.Parameters() {
-		frozen := false
 		for _, p := range prefixes {
-			frozen = frozen || par.Name == p || strings.HasPrefix(par.Name, p+".")
+			if par.Name == p || strings.HasPrefix(par.Name, p+".") {
+				par.Variable.SetTrainable(trainable && !par.Frozen)
+			}
 		}
-		par.Variable.SetTrainable(!frozen)
 	}
 	return nil
 }
