@@ -22,34 +22,6 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
-func TestTokenize(t *testing.T) {
-	code, out, stderr := runCLI("tokenize", "AI may take over the world one day", "This is why you should learn ADLS")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	want := "[101,9932,2089,2202,2058,1996,2088,2028,2154,102]\n[101,2023,2003,2339,2017,2323,4553,4748,4877,102]\n"
-	if out != want {
-		t.Errorf("got %q, want %q", out, want)
-	}
-	code, out, _ = runCLI("tokenize", "--max-len", "4", "AI may take over the world")
-	if code != 0 || out != "[101,9932,2089,102]\n" {
-		t.Errorf("truncated: %d %q", code, out)
-	}
-	for _, args := range [][]string{{"tokenize"}, {"tokenize", "--max-len", "1", "x"}, {"tokenize", "--bogus", "x"}} {
-		if code, _, stderr := runCLI(args...); code == 0 || stderr == "" {
-			t.Errorf("%v: exit %d stderr %q", args, code, stderr)
-		}
-	}
-	// A malformed vocabulary is a one-line error, not a crash.
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "bert-base-uncased"), 0o755)
-	os.WriteFile(filepath.Join(dir, "bert-base-uncased", "vocab.txt"), []byte("[PAD]\nthe\nthe\n"), 0o644)
-	code, _, stderr = runCLI("tokenize", "--data-dir", dir, "hello")
-	if code == 0 || !strings.Contains(stderr, "appears twice") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-		t.Errorf("malformed vocab: exit %d stderr %q", code, stderr)
-	}
-}
-
 type node struct {
 	Name, Op, Target, MaseType, MaseOp string
 	Users                              []string

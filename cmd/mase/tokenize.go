@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,28 +12,39 @@ import (
 	"github.com/gomase/gomase/mase/tokenizer"
 )
 
+const tokenizeUsage = "[--max-len N] [--data-dir DIR] TEXT..."
+
 func init() {
 	register(command{
 		name:  "tokenize",
-		usage: "[--max-len N] [--data-dir DIR] TEXT...",
+		usage: tokenizeUsage,
 		short: "print each text's bert-base-uncased token ids as a JSON array, one per line",
 		run:   runTokenize,
 	})
 }
 
+// runTokenize is `mase tokenize`: it encodes each TEXT as [CLS] … [SEP]
+// with the bert-base-uncased vocabulary and prints the ids.
 func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	maxLen := fs.Int("max-len", 0, "truncate to this many tokens, [CLS] and [SEP] included (0: no truncation below 512)")
-	dataDir := fs.String("data-dir", "", "data directory holding bert-base-uncased/vocab.txt (default: ../shared/data beside the checkout, or $GOMASE_DATA_DIR)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: mase tokenize %s\n(flags come before the texts; use -- before a text that starts with -)\n", tokenizeUsage)
+		fs.PrintDefaults()
+	}
+	maxLen := fs.Int("max-len", 0, "truncate each text to `N` ids, [CLS] and [SEP] included (at least 2; 0: the model's 512)")
+	dataDir := fs.String("data-dir", "", "data `DIR` holding bert-base-uncased/vocab.txt (default: $GOMASE_DATA_DIR, else ../shared/data beside the gomase checkout)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("no TEXT given: usage: mase tokenize [--max-len N] TEXT...")
+		return fmt.Errorf("no TEXT given: usage: mase tokenize %s", tokenizeUsage)
 	}
 	if *maxLen < 0 || *maxLen == 1 {
-		return fmt.Errorf("--max-len %d: want 0 (model maximum, 512) or at least 2", *maxLen)
+		return fmt.Errorf("--max-len %d: want 0 (the model's %d) or at least 2 (room for [CLS] and [SEP])", *maxLen, tokenizer.ModelMaxLength)
 	}
 	if *dataDir != "" {
 		datadir.SetDir(*dataDir)
@@ -45,9 +58,14 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	w := bufio.NewWriter(stdout)
 	for _, ids := range batch.InputIDs {
-		b, _ := json.Marshal(ids)
-		fmt.Fprintln(stdout, string(b))
+		b, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
 	}
-	return nil
+	return w.Flush()
 }

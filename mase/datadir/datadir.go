@@ -1,16 +1,30 @@
 // Package datadir finds the real data the labs read (vocabularies, IMDb,
-// SST-2, ...) without it being committed to the repository.
+// SST-2, ...) without it being committed to the repository, and the cache
+// directory that downloads go to.
 //
-// The data lives in ../shared/data beside a checkout of gomase, or wherever
-// GOMASE_DATA_DIR (or SetDir, behind the CLI's --data-dir) points.
-// Downloaded files go to a cache directory (CacheDir).
+// The data directory is, in order of precedence:
+//
+//  1. the path given to SetDir (the CLI's --data-dir flag);
+//  2. $GOMASE_DATA_DIR;
+//  3. <root>/../shared/data, where <root> is the gomase checkout named by
+//     $GOMASE_ROOT (notebooks run in a temporary directory, so the kernel
+//     sets it), or the first directory whose go.mod declares the module
+//     github.com/gomase/gomase found walking up from the working directory,
+//     or from the running executable's directory.
+//
+// An explicit choice (1 or 2) that does not exist is an error of its own;
+// the search (3) failing returns an error wrapping ErrNotFound that lists
+// every place it looked.
 package datadir
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -18,123 +32,183 @@ import (
 // ModulePath is the module whose go.mod marks the repository root.
 const ModulePath = "github.com/gomase/gomase"
 
+// Environment variables read by this package.
+const (
+	// EnvDataDir names the data directory directly.
+	EnvDataDir = "GOMASE_DATA_DIR"
+	// EnvRoot names the gomase checkout; the data is <root>/../shared/data.
+	EnvRoot = "GOMASE_ROOT"
+	// EnvCacheDir names the directory downloads are cached in.
+	EnvCacheDir = "GOMASE_CACHE_DIR"
+)
+
+// ErrNotFound is wrapped by the errors of Dir, Find and Root when the
+// search found nothing (as opposed to an explicitly configured directory
+// that is wrong). Callers with a fallback, such as a download, test for it
+// with errors.Is.
+var ErrNotFound = errors.New("not found")
+
 var (
 	mu       sync.Mutex
 	override string
+
+	// executable is os.Executable, replaced in tests.
+	executable = os.Executable
 )
 
-// SetDir makes path the data directory, ahead of every other source. An
-// empty path removes the override.
+// SetDir makes path the data directory, ahead of every other source; it is
+// meant for a command's --data-dir flag. An empty path removes the
+// override.
 func SetDir(path string) {
 	mu.Lock()
 	defer mu.Unlock()
 	override = path
 }
 
-// Dir returns the data directory. It tries, in order: SetDir's path,
-// $GOMASE_DATA_DIR, then <root>/../shared/data for the repository root
-// given by $GOMASE_ROOT or found by walking up from the working directory
-// or from the executable. The error lists every place it looked.
+// Dir returns the data directory (see the package documentation for the
+// order in which it is looked for).
 func Dir() (string, error) {
 	mu.Lock()
 	o := override
 	mu.Unlock()
 	if o != "" {
-		if isDir(o) {
-			return o, nil
-		}
-		return "", fmt.Errorf("data directory %q (from --data-dir) does not exist", o)
+		return explicitDir(o, "--data-dir (datadir.SetDir)")
 	}
-	if env := os.Getenv("GOMASE_DATA_DIR"); env != "" {
-		if isDir(env) {
-			return env, nil
-		}
-		return "", fmt.Errorf("data directory %q (from GOMASE_DATA_DIR) does not exist", env)
+	if env := os.Getenv(EnvDataDir); env != "" {
+		return explicitDir(env, "$"+EnvDataDir)
 	}
 	var tried []string
-	for _, root := range candidateRoots() {
-		d := filepath.Join(filepath.Dir(root), "shared", "data")
+	roots, notes := candidateRoots()
+	for _, r := range roots {
+		d := filepath.Join(filepath.Dir(r.dir), "shared", "data")
 		if isDir(d) {
 			return d, nil
 		}
-		tried = append(tried, d)
+		tried = append(tried, fmt.Sprintf("%s (checkout %s from %s; no such directory)", d, r.dir, r.source))
 	}
-	if len(tried) == 0 {
-		tried = append(tried, "(no gomase checkout found above the working directory or the executable)")
-	}
-	return "", fmt.Errorf("no data directory found; looked in: %s; set GOMASE_DATA_DIR or pass --data-dir", strings.Join(tried, ", "))
+	tried = append(tried, notes...)
+	return "", fmt.Errorf("data directory %w; looked in: %s; fix: set %s to the directory holding the data (the one with bert-base-uncased/vocab.txt), or pass --data-dir",
+		ErrNotFound, strings.Join(tried, "; "), EnvDataDir)
 }
 
-// Find returns the path of rel inside the data directory, or an error
-// naming the full path tried.
+// explicitDir checks a directory the user named through source.
+func explicitDir(path, source string) (string, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("data directory %q given by %s does not exist; give an existing directory", path, source)
+	case err != nil:
+		return "", fmt.Errorf("data directory %q given by %s: %w", path, source, err)
+	case !st.IsDir():
+		return "", fmt.Errorf("data directory %q given by %s is a file, not a directory", path, source)
+	}
+	return path, nil
+}
+
+// Find returns the path of rel, a slash-separated path relative to the
+// data directory (such as "bert-base-uncased/vocab.txt"). When the file is
+// missing, the error names the full path tried and wraps ErrNotFound.
 func Find(rel string) (string, error) {
+	if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return "", fmt.Errorf("data file %q: want a non-empty relative path that stays inside the data directory", rel)
+	}
 	d, err := Dir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("data file %s: %w", rel, err)
 	}
 	p := filepath.Join(d, filepath.FromSlash(rel))
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("data file %s not found in the data directory (%s)", rel, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("data file %s %w: %s does not exist", rel, ErrNotFound, p)
+		}
+		return "", fmt.Errorf("data file %s: %w", rel, err)
 	}
 	return p, nil
 }
 
-// CacheDir returns the directory for downloaded files: $GOMASE_CACHE_DIR,
-// else the user cache directory's gomase folder. It is created if needed.
+// CacheDir returns the directory downloaded files are kept in:
+// $GOMASE_CACHE_DIR, else the gomase folder of the user cache directory
+// (os.UserCacheDir). It does not create the directory.
 func CacheDir() (string, error) {
-	d := os.Getenv("GOMASE_CACHE_DIR")
-	if d == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory: set GOMASE_CACHE_DIR (%w)", err)
-		}
-		d = filepath.Join(base, "gomase")
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return d, nil
 	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return "", fmt.Errorf("creating cache directory: %w", err)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: set %s (%w)", EnvCacheDir, err)
 	}
-	return d, nil
+	return filepath.Join(base, "gomase"), nil
 }
 
-// Root returns the repository root: $GOMASE_ROOT, or the first directory
-// above the working directory (then the executable) whose go.mod declares
-// the gomase module.
+// Root returns the gomase checkout: $GOMASE_ROOT when it holds the gomase
+// go.mod, else the first directory above the working directory (then above
+// the executable) that does. The error lists where it looked and wraps
+// ErrNotFound.
 func Root() (string, error) {
-	roots := candidateRoots()
-	if len(roots) == 0 {
-		return "", fmt.Errorf("no gomase checkout found above the working directory or the executable; set GOMASE_ROOT")
+	roots, notes := candidateRoots()
+	for _, r := range roots {
+		if isRoot(r.dir) {
+			return r.dir, nil
+		}
+		notes = append(notes, fmt.Sprintf("%s (from %s) has no go.mod declaring module %s", r.dir, r.source, ModulePath))
 	}
-	return roots[0], nil
+	return "", fmt.Errorf("gomase checkout %w; looked in: %s; fix: set %s to the checkout",
+		ErrNotFound, strings.Join(notes, "; "), EnvRoot)
 }
 
-func candidateRoots() []string {
-	var roots []string
-	add := func(r string) {
-		for _, x := range roots {
-			if x == r {
+// root is one candidate checkout and where it came from.
+type root struct{ dir, source string }
+
+// candidateRoots returns the checkouts to try, best first, and a note for
+// every source that gave none.
+func candidateRoots() (roots []root, notes []string) {
+	add := func(dir, source string) {
+		for _, r := range roots {
+			if r.dir == dir {
 				return
 			}
 		}
-		roots = append(roots, r)
+		roots = append(roots, root{dir, source})
 	}
-	if r := os.Getenv("GOMASE_ROOT"); r != "" && isRoot(r) {
-		add(r)
+	if r := os.Getenv(EnvRoot); r != "" {
+		if abs, err := filepath.Abs(r); err == nil && isDir(abs) {
+			add(abs, "$"+EnvRoot)
+		} else {
+			notes = append(notes, fmt.Sprintf("$%s=%s (no such directory)", EnvRoot, r))
+		}
+	} else {
+		notes = append(notes, fmt.Sprintf("$%s (not set)", EnvRoot))
+	}
+	walk := func(start, source string) {
+		if r := walkUp(start); r != "" {
+			add(r, "walking up from "+source)
+			return
+		}
+		notes = append(notes, fmt.Sprintf("every directory above %s %s (none has a go.mod declaring module %s)", source, start, ModulePath))
 	}
 	if wd, err := os.Getwd(); err == nil {
-		if r := walkUp(wd); r != "" {
-			add(r)
-		}
+		walk(wd, "the working directory")
+	} else {
+		notes = append(notes, fmt.Sprintf("the working directory (unknown: %v)", err))
 	}
-	if exe, err := os.Executable(); err == nil {
-		if r := walkUp(filepath.Dir(exe)); r != "" {
-			add(r)
+	if exe, err := executable(); err == nil {
+		walk(filepath.Dir(exe), "the executable")
+		if real, err := filepath.EvalSymlinks(exe); err == nil && filepath.Dir(real) != filepath.Dir(exe) {
+			walk(filepath.Dir(real), "the executable's target")
 		}
+	} else {
+		notes = append(notes, fmt.Sprintf("the executable's directory (unknown: %v)", err))
 	}
-	return roots
+	return roots, notes
 }
 
+// walkUp returns the first directory from dir upwards that is a gomase
+// checkout, or "".
 func walkUp(dir string) string {
-	dir, _ = filepath.Abs(dir)
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
 	for {
 		if isRoot(dir) {
 			return dir
@@ -147,7 +221,7 @@ func walkUp(dir string) string {
 	}
 }
 
-// isRoot reports whether dir holds the gomase go.mod.
+// isRoot reports whether dir holds a go.mod declaring ModulePath.
 func isRoot(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "go.mod"))
 	if err != nil {
@@ -156,9 +230,19 @@ func isRoot(dir string) bool {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
-			return strings.Trim(fields[1], `"`) == ModulePath
+		line := sc.Text()
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
 		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 || fields[0] != "module" {
+			continue
+		}
+		path := fields[1]
+		if unq, err := strconv.Unquote(path); err == nil {
+			path = unq
+		}
+		return path == ModulePath
 	}
 	return false
 }

@@ -1,32 +1,42 @@
 package tokenizer
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gomase/gomase/mase/datadir"
 )
 
-// VocabURL is where BertBaseUncased downloads vocab.txt when the data
-// directory and the cache lack it (HuggingFace's bert-base-uncased).
+// VocabURL is where BertBaseUncased downloads vocab.txt when neither the
+// data directory nor the cache has it. Tests point it at a local server.
 var VocabURL = "https://huggingface.co/bert-base-uncased/resolve/main/vocab.txt"
 
-// VocabSHA256 is the checksum of bert-base-uncased's vocab.txt.
+// VocabSHA256 is the sha256 of bert-base-uncased's vocab.txt; a download
+// with another checksum is rejected.
 const VocabSHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 
-// vocabRel is the vocabulary's path inside the data and cache directories.
-const vocabRel = "bert-base-uncased/vocab.txt"
+// VocabRel is the vocabulary's path inside the data and cache directories.
+const VocabRel = "bert-base-uncased/vocab.txt"
 
-// BertBaseUncased returns the bert-base-uncased tokenizer. It reads
-// vocab.txt from the data directory (see package datadir), else from the
-// cache directory, else downloads it into the cache (checksum verified).
-// The error lists every place it looked.
+// downloadTimeout bounds the whole download.
+const downloadTimeout = 30 * time.Second
+
+// maxVocabBytes bounds what a download may write (the file is 231,508
+// bytes).
+const maxVocabBytes = 4 << 20
+
+// BertBaseUncased returns the bert-base-uncased tokenizer, reading
+// vocab.txt through FindVocab.
 func BertBaseUncased() (*Tokenizer, error) {
 	path, err := FindVocab()
 	if err != nil {
@@ -36,75 +46,98 @@ func BertBaseUncased() (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(v), nil
+	return New(v)
 }
 
-// FindVocab returns the path of bert-base-uncased's vocab.txt, downloading
-// it into the cache when neither the data directory nor the cache has it.
+// FindVocab returns the path of bert-base-uncased's vocab.txt: the data
+// directory's (see package datadir), else the cache directory's, else a
+// copy it downloads from VocabURL into the cache (checksum verified,
+// written atomically). An explicitly configured data directory that does
+// not exist (--data-dir, $GOMASE_DATA_DIR) is an error, not a reason to
+// download. When everything fails, the error lists every place it looked
+// and why the download failed.
 func FindVocab() (string, error) {
-	var tried []string
-	if p, err := datadir.Find(vocabRel); err == nil {
+	p, err := datadir.Find(VocabRel)
+	if err == nil {
 		return p, nil
-	} else {
-		tried = append(tried, err.Error())
+	}
+	if !errors.Is(err, datadir.ErrNotFound) {
+		return "", fmt.Errorf("bert-base-uncased vocabulary: %w", err)
+	}
+	tried := []string{err.Error()}
+	fix := "set " + datadir.EnvDataDir + " to a directory holding " + VocabRel
+	fail := func(why string) (string, error) {
+		tried = append(tried, why)
+		return "", fmt.Errorf("bert-base-uncased vocabulary not found: %s; fix: %s", strings.Join(tried, "; "), fix)
 	}
 	cache, err := datadir.CacheDir()
 	if err != nil {
-		return "", fmt.Errorf("bert-base-uncased vocabulary not found (%s) and no cache: %w", tried[0], err)
+		return fail(err.Error())
 	}
-	cached := filepath.Join(cache, filepath.FromSlash(vocabRel))
+	cached := filepath.Join(cache, filepath.FromSlash(VocabRel))
+	fix += ", or copy that file (sha256 " + VocabSHA256 + ") to " + cached
 	if _, err := os.Stat(cached); err == nil {
 		return cached, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Sprintf("cache file %s: %v", cached, err))
 	}
-	tried = append(tried, "not in the cache ("+cached+")")
+	tried = append(tried, "cache file "+cached+" does not exist")
 	if err := download(VocabURL, cached, VocabSHA256); err != nil {
-		tried = append(tried, err.Error())
-		return "", fmt.Errorf("bert-base-uncased vocabulary not found: %s", joinSemi(tried))
+		return fail(err.Error())
 	}
 	return cached, nil
 }
 
-func joinSemi(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += "; "
+// download fetches url into path atomically (a temporary file in the same
+// directory, renamed into place) after checking its sha256; nothing is left
+// behind on failure.
+func download(url, path, wantSHA string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("download from %s failed: %w", url, err)
 		}
-		out += x
-	}
-	return out
-}
-
-// download fetches url into path atomically (a temporary file renamed into
-// place) after checking its sha256; nothing is left behind on failure.
-func download(url, path, wantSHA string) error {
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Get(url)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), downloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("download from %s failed: %w", url, err)
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("download from %s failed: HTTP %s", url, resp.Status)
+		return fmt.Errorf("HTTP status %s, want 200 OK", resp.Status)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the cache directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".download-*")
+	tmp, err := os.CreateTemp(dir, ".download-*.tmp")
+	if err != nil {
+		return fmt.Errorf("creating a temporary file in the cache: %w", err)
+	}
+	defer func() {
+		os.Remove(tmp.Name()) // a no-op once renamed
+		if err != nil {
+			os.Remove(dir) // only if empty: a directory this call may have made
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxVocabBytes+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(tmp, h), resp.Body); err != nil {
-		tmp.Close()
-		return fmt.Errorf("download from %s failed: %w", url, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if n > maxVocabBytes {
+		return fmt.Errorf("the file is larger than %d bytes", maxVocabBytes)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != wantSHA {
-		return fmt.Errorf("download from %s has sha256 %s, want %s", url, got, wantSHA)
+		return fmt.Errorf("sha256 of the %d bytes received is %s, want %s", n, got, wantSHA)
 	}
 	return os.Rename(tmp.Name(), path)
 }

@@ -1,133 +1,267 @@
 package tokenizer
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"unicode"
-
-	"golang.org/x/text/unicode/norm"
+	"unicode/utf8"
 )
 
-// MaxInputCharsPerWord is the longest word WordPiece splits; longer words
-// become [UNK].
+// MaxInputCharsPerWord is the longest word, in characters, that WordPiece
+// splits; a longer word is [UNK].
 const MaxInputCharsPerWord = 100
 
-// ModelMaxLength is bert-base-uncased's model_max_length.
+// ModelMaxLength is bert-base-uncased's model_max_length, the default
+// MaxLength of EncodeBatch.
 const ModelMaxLength = 512
 
-// Tokenizer is an uncased BERT WordPiece tokenizer.
+// Tokenizer is an uncased BERT WordPiece tokenizer. It is safe for
+// concurrent use.
 type Tokenizer struct {
 	vocab              *Vocab
 	pad, unk, cls, sep int32
+	// specials are the special tokens of the vocabulary that are kept whole
+	// when they appear in the text, longest first.
+	specials []string
 }
 
-// New returns a tokenizer over v (which ParseVocab has validated).
-func New(v *Vocab) *Tokenizer {
+// New returns a tokenizer over v, which must come from LoadVocab or
+// ParseVocab.
+func New(v *Vocab) (*Tokenizer, error) {
+	if v == nil || len(v.tokens) == 0 {
+		return nil, errors.New("tokenizer: empty vocabulary: build it with LoadVocab or ParseVocab")
+	}
 	t := &Tokenizer{vocab: v}
-	t.pad, _ = v.ID(PadToken)
-	t.unk, _ = v.ID(UnkToken)
-	t.cls, _ = v.ID(ClsToken)
-	t.sep, _ = v.ID(SepToken)
-	return t
+	for _, s := range []struct {
+		tok string
+		id  *int32
+	}{{PadToken, &t.pad}, {UnkToken, &t.unk}, {ClsToken, &t.cls}, {SepToken, &t.sep}} {
+		id, ok := v.ID(s.tok)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: the vocabulary lacks %s (required: %s)", s.tok, strings.Join(requiredSpecials, " "))
+		}
+		*s.id = id
+	}
+	// [MASK] (6 bytes) first, so that the longest match wins.
+	for _, s := range []string{MaskToken, PadToken, UnkToken, ClsToken, SepToken} {
+		if _, ok := v.ID(s); ok {
+			t.specials = append(t.specials, s)
+		}
+	}
+	return t, nil
 }
 
 // Vocab returns the tokenizer's vocabulary.
 func (t *Tokenizer) Vocab() *Vocab { return t.vocab }
 
-// Tokenize splits text into WordPiece tokens (without [CLS]/[SEP]).
+// Tokenize splits text into WordPiece tokens, without [CLS] and [SEP].
 func (t *Tokenizer) Tokenize(text string) []string {
 	var out []string
-	for _, word := range basicTokens(text) {
-		out = append(out, t.wordPiece(word)...)
-	}
+	t.encode(text, func(id int32) { out = append(out, t.vocab.tokens[id]) })
 	return out
 }
 
 // Encode returns the ids of [CLS] text [SEP], untruncated.
 func (t *Tokenizer) Encode(text string) []int32 {
-	ids := []int32{t.cls}
-	for _, tok := range t.Tokenize(text) {
-		id, _ := t.vocab.ID(tok)
-		ids = append(ids, id)
-	}
+	ids := make([]int32, 1, len(text)/4+2)
+	ids[0] = t.cls
+	t.encode(text, func(id int32) { ids = append(ids, id) })
 	return append(ids, t.sep)
 }
 
-// Decode joins the tokens of ids, merging ## continuations and dropping
-// [PAD]; it is for display, not an exact inverse.
-func (t *Tokenizer) Decode(ids []int32) string {
-	var b strings.Builder
-	for _, id := range ids {
-		tok := t.vocab.Token(id)
-		if id == t.pad || tok == "" {
-			continue
+// encode calls emit with the id of every WordPiece token of text.
+func (t *Tokenizer) encode(text string, emit func(int32)) {
+	word := func(w string) { t.wordPiece(w, emit) }
+	for text != "" {
+		i, special := t.nextSpecial(text)
+		preTokenize(normalize(text[:i]), word)
+		if special == "" {
+			return
 		}
-		if rest, ok := strings.CutPrefix(tok, "##"); ok {
-			b.WriteString(rest)
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(tok)
+		emit(t.vocab.ids[special])
+		text = text[i+len(special):]
 	}
-	return b.String()
 }
 
-// Padding says how EncodeBatch pads.
-type Padding int
+// nextSpecial returns the byte offset of the first special token written
+// in s and that token (the longest one where several start there), or
+// len(s) and "".
+func (t *Tokenizer) nextSpecial(s string) (int, string) {
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '[')
+		if i < 0 {
+			return len(s), ""
+		}
+		off += i
+		for _, sp := range t.specials {
+			if strings.HasPrefix(s[off:], sp) {
+				return off, sp
+			}
+		}
+		off++
+	}
+}
+
+// wordPiece splits one pre-token greedily, longest match first, and emits
+// its pieces, or [UNK] when it has no complete split or is too long.
+func (t *Tokenizer) wordPiece(word string, emit func(int32)) {
+	if utf8.RuneCountInString(word) > MaxInputCharsPerWord {
+		emit(t.unk)
+		return
+	}
+	var buf [16]int32
+	pieces := buf[:0]
+	for start := 0; start < len(word); {
+		end := len(word)
+		var id int32
+		found := false
+		for end > start {
+			if start == 0 {
+				id, found = t.vocab.ids[word[:end]]
+			} else {
+				id, found = t.vocab.cont[word[start:end]]
+			}
+			if found {
+				break
+			}
+			_, size := utf8.DecodeLastRuneInString(word[start:end])
+			end -= size
+		}
+		if !found {
+			emit(t.unk)
+			return
+		}
+		pieces = append(pieces, id)
+		start = end
+	}
+	for _, id := range pieces {
+		emit(id)
+	}
+}
+
+// Decode turns ids back into text as transformers' decode does with
+// clean_up_tokenization_spaces: WordPiece continuations are joined to the
+// piece before them, other tokens are separated by a space, then spaces
+// before punctuation and in English contractions are removed ("don ' t"
+// becomes "don't"). With skipSpecial, [PAD] [UNK] [CLS] [SEP] and [MASK]
+// are left out. Ids outside the vocabulary are skipped. Decoding is for
+// display: the text comes back lower-cased and without accents.
+func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	var b strings.Builder
+	first := true
+	for _, id := range ids {
+		tok, ok := t.vocab.Token(id)
+		if !ok || (skipSpecial && t.isSpecial(tok)) {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(tok, ContinuationPrefix); ok && !first {
+			tok = rest
+		} else if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		b.WriteString(tok)
+	}
+	s := b.String()
+	for _, r := range cleanups {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
+}
+
+func (t *Tokenizer) isSpecial(tok string) bool {
+	return slices.Contains(t.specials, tok)
+}
+
+// cleanups are the replacements of clean_up_tokenization, applied in order
+// to the joined text. (The WordPiece decoder's own per-token cleanup is
+// contained in them.)
+var cleanups = [][2]string{
+	{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+	{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+}
+
+// PaddingMode says how EncodeBatch pads.
+type PaddingMode int
 
 const (
-	// PadNone leaves every sequence at its own length.
-	PadNone Padding = iota
-	// PadLongest pads to the longest sequence of the batch (HF's
-	// DataCollatorWithPadding and padding=True).
+	// PadNone leaves every sequence at its own length (padding=False).
+	PadNone PaddingMode = iota
+	// PadLongest pads to the longest sequence of the batch
+	// (padding="longest", or True).
 	PadLongest
-	// PadMaxLength pads every sequence to MaxLength.
+	// PadMaxLength pads every sequence to MaxLength
+	// (padding="max_length").
 	PadMaxLength
 )
 
-// EncodeOptions configure EncodeBatch.
-type EncodeOptions struct {
-	// MaxLength bounds sequences when Truncation is set, and is the padded
-	// length for PadMaxLength; 0 means ModelMaxLength (512).
-	MaxLength int
-	// Truncation cuts sequences to MaxLength, keeping [CLS] and [SEP].
-	Truncation bool
-	// Padding selects the padding mode.
-	Padding Padding
+// String returns the mode's name as transformers spells it.
+func (p PaddingMode) String() string {
+	switch p {
+	case PadNone:
+		return "do_not_pad"
+	case PadLongest:
+		return "longest"
+	case PadMaxLength:
+		return "max_length"
+	}
+	return fmt.Sprintf("PaddingMode(%d)", int(p))
 }
 
-// Batch is a tokenised batch: ids, attention mask (1 for tokens, 0 for
-// padding) and token types (all 0 for single sentences).
+// EncodeOptions configure EncodeBatch.
+type EncodeOptions struct {
+	// MaxLength is the length, [CLS] and [SEP] included, that Truncation
+	// cuts to and PadMaxLength pads to; 0 means ModelMaxLength (512).
+	MaxLength int
+	// Truncation cuts longer sequences to MaxLength, keeping [CLS], the
+	// first MaxLength−2 tokens and [SEP]. Without it, sequences keep their
+	// length whatever MaxLength says.
+	Truncation bool
+	// Padding selects the padding mode; padding is [PAD] (id 0 in BERT
+	// vocabularies) on the right, with attention mask 0.
+	Padding PaddingMode
+}
+
+// Batch is a tokenised batch, one row per text: the ids, the attention
+// mask (1 on tokens, 0 on padding) and the token type ids (all 0 for
+// single sentences). Rows have the same length unless Padding is PadNone
+// (or, with PadMaxLength and no Truncation, a row is longer than
+// MaxLength).
 type Batch struct {
 	InputIDs      [][]int32
 	AttentionMask [][]int32
 	TokenTypeIDs  [][]int32
 }
 
-// EncodeBatch tokenises texts as HF's tokenizer(texts, truncation=...,
-// padding=...) does.
+// EncodeBatch tokenises texts as transformers' tokenizer(texts,
+// max_length=..., truncation=..., padding=...) does.
 func (t *Tokenizer) EncodeBatch(texts []string, opts EncodeOptions) (*Batch, error) {
 	maxLen := opts.MaxLength
-	if maxLen == 0 {
+	switch {
+	case maxLen < 0:
+		return nil, fmt.Errorf("max length %d is negative: want 0 (the model's %d) or at least 2", maxLen, ModelMaxLength)
+	case maxLen == 0:
 		maxLen = ModelMaxLength
-	}
-	if maxLen < 2 {
-		return nil, fmt.Errorf("max length %d is too short: [CLS] and [SEP] need 2", maxLen)
+	case maxLen < 2 && (opts.Truncation || opts.Padding == PadMaxLength):
+		return nil, fmt.Errorf("max length %d leaves no room for [CLS] and [SEP]: want 0 (the model's %d) or at least 2", maxLen, ModelMaxLength)
 	}
 	if opts.Padding < PadNone || opts.Padding > PadMaxLength {
-		return nil, fmt.Errorf("unknown padding mode %d (allowed: PadNone, PadLongest, PadMaxLength)", opts.Padding)
+		return nil, fmt.Errorf("unknown padding mode %d: want PadNone, PadLongest or PadMaxLength", int(opts.Padding))
 	}
-	b := &Batch{}
+	b := &Batch{
+		InputIDs:      make([][]int32, len(texts)),
+		AttentionMask: make([][]int32, len(texts)),
+		TokenTypeIDs:  make([][]int32, len(texts)),
+	}
 	longest := 0
-	for _, text := range texts {
+	for i, text := range texts {
 		ids := t.Encode(text)
 		if opts.Truncation && len(ids) > maxLen {
-			ids = append(ids[:maxLen-1:maxLen-1], t.sep)
+			ids = append(ids[:maxLen-1], t.sep)
 		}
 		longest = max(longest, len(ids))
-		b.InputIDs = append(b.InputIDs, ids)
+		b.InputIDs[i] = ids
 	}
 	target := 0
 	switch opts.Padding {
@@ -137,123 +271,18 @@ func (t *Tokenizer) EncodeBatch(texts []string, opts EncodeOptions) (*Batch, err
 		target = maxLen
 	}
 	for i, ids := range b.InputIDs {
-		mask := make([]int32, len(ids), max(len(ids), target))
-		for j := range mask {
+		n := len(ids)
+		size := max(n, target)
+		mask := make([]int32, size)
+		for j := range n {
 			mask[j] = 1
 		}
-		for len(ids) < target {
+		for len(ids) < size {
 			ids = append(ids, t.pad)
-			mask = append(mask, 0)
 		}
 		b.InputIDs[i] = ids
-		b.AttentionMask = append(b.AttentionMask, mask)
-		b.TokenTypeIDs = append(b.TokenTypeIDs, make([]int32, len(ids)))
+		b.AttentionMask[i] = mask
+		b.TokenTypeIDs[i] = make([]int32, size)
 	}
 	return b, nil
-}
-
-// wordPiece splits one basic token greedily, longest match first.
-func (t *Tokenizer) wordPiece(word string) []string {
-	runes := []rune(word)
-	if len(runes) > MaxInputCharsPerWord {
-		return []string{UnkToken}
-	}
-	var pieces []string
-	for start := 0; start < len(runes); {
-		end := len(runes)
-		found := ""
-		for ; end > start; end-- {
-			sub := string(runes[start:end])
-			if start > 0 {
-				sub = "##" + sub
-			}
-			if _, ok := t.vocab.ID(sub); ok {
-				found = sub
-				break
-			}
-		}
-		if found == "" {
-			return []string{UnkToken}
-		}
-		pieces = append(pieces, found)
-		start = end
-	}
-	return pieces
-}
-
-// basicTokens normalises text (clean, CJK spacing, lower case, accents
-// stripped) and splits it on whitespace and punctuation.
-func basicTokens(text string) []string {
-	var cleaned strings.Builder
-	for _, r := range text {
-		switch {
-		case r == 0 || r == 0xFFFD || isControl(r):
-			continue
-		case isWhitespace(r):
-			cleaned.WriteByte(' ')
-		case isCJK(r):
-			cleaned.WriteByte(' ')
-			cleaned.WriteRune(r)
-			cleaned.WriteByte(' ')
-		default:
-			cleaned.WriteRune(r)
-		}
-	}
-	var out []string
-	for _, word := range strings.Fields(cleaned.String()) {
-		word = stripAccents(strings.ToLower(word))
-		var cur []rune
-		for _, r := range word {
-			if isPunctuation(r) {
-				if len(cur) > 0 {
-					out = append(out, string(cur))
-					cur = cur[:0]
-				}
-				out = append(out, string(r))
-				continue
-			}
-			cur = append(cur, r)
-		}
-		if len(cur) > 0 {
-			out = append(out, string(cur))
-		}
-	}
-	return out
-}
-
-// stripAccents decomposes (NFD) and drops combining marks (Mn).
-func stripAccents(s string) string {
-	var b strings.Builder
-	for _, r := range norm.NFD.String(s) {
-		if !unicode.Is(unicode.Mn, r) {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isWhitespace(r rune) bool {
-	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || unicode.Is(unicode.Zs, r)
-}
-
-func isControl(r rune) bool {
-	if r == '\t' || r == '\n' || r == '\r' {
-		return false
-	}
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
-}
-
-func isPunctuation(r rune) bool {
-	if (r >= 33 && r <= 47) || (r >= 58 && r <= 64) || (r >= 91 && r <= 96) || (r >= 123 && r <= 126) {
-		return true
-	}
-	return unicode.IsPunct(r)
-}
-
-// isCJK reports whether r is a CJK Unified Ideograph (the blocks BERT
-// splits character by character).
-func isCJK(r rune) bool {
-	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) || (r >= 0x20000 && r <= 0x2A6DF) ||
-		(r >= 0x2A700 && r <= 0x2B73F) || (r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
-		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
 }
