@@ -1,0 +1,652 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/trace"
+)
+
+// Spec names the registry model (models.New) that Import rebuilds a
+// MaseGraph's module tree from: module trees are Go code, so the checkpoint
+// stores the model's name, not its modules.
+type Spec struct {
+	// Model is a name of models.Names ("bert-tiny", "mlp"). Empty lets
+	// Export identify it by comparing module trees.
+	Model string
+	// Seed is passed to models.New on import. The checkpoint overwrites
+	// every parameter, so it only matters for values not stored (none for
+	// the registry's models); it is recorded for reproducibility.
+	Seed uint64
+}
+
+// The graph file's format name and version.
+const (
+	graphFormat  = "gomase.masegraph"
+	graphVersion = 1
+)
+
+// graphDoc is the content of <base>.json.
+type graphDoc struct {
+	Format     string      `json:"format"`
+	Version    int         `json:"version"`
+	Model      modelDoc    `json:"model"`
+	Parameters paramsDoc   `json:"parameters"`
+	InputNames []string    `json:"input_names"`
+	Modules    []moduleDoc `json:"modules"`
+	Nodes      []nodeDoc   `json:"nodes"`
+	Meta       graphMeta   `json:"meta"`
+}
+
+type modelDoc struct {
+	Name string `json:"name"`
+	Seed uint64 `json:"seed"`
+}
+
+// paramsDoc ties the JSON to its safetensors file.
+type paramsDoc struct {
+	File   string `json:"file"`
+	Bytes  int    `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	Count  int    `json:"count"`
+}
+
+// moduleDoc is one module of the tree, to check the rebuilt model.
+type moduleDoc struct {
+	Path   string     `json:"path"`
+	Type   string     `json:"type"`
+	Extra  string     `json:"extra_repr,omitempty"`
+	Params []paramDoc `json:"params,omitempty"`
+}
+
+type paramDoc struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+}
+
+type nodeDoc struct {
+	Name   string          `json:"name"`
+	Op     ir.OpKind       `json:"op"`
+	Target string          `json:"target"`
+	Args   json.RawMessage `json:"args"`   // array of tagged values, or null
+	Kwargs json.RawMessage `json:"kwargs"` // object of tagged values, or null
+	Meta   *metaDoc        `json:"meta"`   // null before InitMetadata
+}
+
+// metaDoc is a node's ir.Meta. Hardware's free-form maps and the software
+// section use the tagged value encoding, so their numbers keep their types.
+type metaDoc struct {
+	Common            ir.Common       `json:"common"`
+	Values            *valuesDoc      `json:"values,omitempty"`
+	Hardware          ir.Hardware     `json:"hardware"`
+	HardwareInterface json.RawMessage `json:"hardware_interface,omitempty"`
+	HardwareVerilog   json.RawMessage `json:"hardware_verilog_param,omitempty"`
+	Software          json.RawMessage `json:"software"`
+}
+
+// valuesDoc keeps the recorded values (ArgInfo.Value) that are not
+// tensors: constants such as a getitem index or a view shape.
+type valuesDoc struct {
+	Args    map[string]json.RawMessage `json:"args,omitempty"`
+	Results map[string]json.RawMessage `json:"results,omitempty"`
+}
+
+type graphMeta struct {
+	NodesIn  []string        `json:"nodes_in,omitempty"`
+	NodesOut []string        `json:"nodes_out,omitempty"`
+	Hardware json.RawMessage `json:"hardware,omitempty"`
+}
+
+// Paths returns the two files of the checkpoint at base: base.safetensors
+// and base.json. A base ending in ".safetensors" or ".json" names the same
+// pair; an existing directory (or a path ending in a separator) holds
+// model.safetensors and model.json; a leading "~/" is the home directory.
+func Paths(base string) (safetensorsPath, jsonPath string, err error) {
+	if base == "" {
+		return "", "", fmt.Errorf("checkpoint path is empty (give a base path such as ~/tutorial_1 or a directory)")
+	}
+	if strings.HasPrefix(base, "~/") || base == "~" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", "", fmt.Errorf("checkpoint path %s: %w", base, err)
+		}
+		base = filepath.Join(home, strings.TrimPrefix(base[1:], "/"))
+	}
+	if strings.HasSuffix(base, "/") || strings.HasSuffix(base, string(filepath.Separator)) {
+		base = filepath.Join(base, "model")
+	} else if fi, err := os.Stat(base); err == nil && fi.IsDir() {
+		base = filepath.Join(base, "model")
+	}
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".safetensors"), ".json")
+	return base + ".safetensors", base + ".json", nil
+}
+
+// Export writes mg as a checkpoint, MASE's mg.export(fname): the
+// parameters to <base>.safetensors (HuggingFace names, see SaveModel) and
+// the graph to <base>.json (nodes with their arguments and metadata, the
+// input names, the registry model and a SHA-256 of the parameters file).
+// Both files are written to temporary files and synced before either is
+// renamed into place. spec.Model may be empty when the model can be
+// identified among models.Names; Export fails when the graph's module tree
+// is not the one models.New builds, since Import could not rebuild it.
+func Export(base string, mg *mase.MaseGraph, spec Spec) error {
+	stPath, jsonPath, err := Paths(base)
+	if err != nil {
+		return err
+	}
+	wrap := func(err error) error { return fmt.Errorf("exporting MaseGraph to %s: %w", jsonPath, err) }
+	if mg == nil || mg.Graph == nil || mg.Model == nil {
+		return wrap(fmt.Errorf("the MaseGraph, its Graph and its Model must be set"))
+	}
+	if err := mg.Graph.Lint(); err != nil {
+		return wrap(err)
+	}
+	name, err := identify(mg, spec)
+	if err != nil {
+		return wrap(err)
+	}
+	st, err := StateFile(mg.Model, map[string]string{"gomase.model": name})
+	if err != nil {
+		return wrap(err)
+	}
+	stData, err := st.Encode()
+	if err != nil {
+		return wrap(err)
+	}
+	sum := sha256.Sum256(stData)
+	doc := graphDoc{
+		Format: graphFormat, Version: graphVersion,
+		Model:      modelDoc{Name: name, Seed: spec.Seed},
+		Parameters: paramsDoc{File: filepath.Base(stPath), Bytes: len(stData), SHA256: hex.EncodeToString(sum[:]), Count: len(st.Tensors)},
+		InputNames: mg.InputNames,
+		Modules:    moduleTree(mg.Model),
+	}
+	inGraph := func(n *ir.Node) error {
+		if n.Graph() != mg.Graph {
+			return fmt.Errorf("node reference %%%s points outside the graph", n.Name)
+		}
+		return nil
+	}
+	for _, n := range mg.Graph.Nodes() {
+		nd, err := encodeNode(n, inGraph)
+		if err != nil {
+			return wrap(fmt.Errorf("node %s: %w", n.Name, err))
+		}
+		doc.Nodes = append(doc.Nodes, nd)
+	}
+	gm := mg.Graph.Meta
+	doc.Meta = graphMeta{NodesIn: gm.NodesIn, NodesOut: gm.NodesOut}
+	if gm.Hardware != nil {
+		if doc.Meta.Hardware, err = encodeObject(gm.Hardware, nil); err != nil {
+			return wrap(fmt.Errorf("graph metadata hardware%s", errSuffix(err)))
+		}
+	}
+	js, err := layout(&doc)
+	if err != nil {
+		return wrap(err)
+	}
+	if err := writeFilesAtomic([]pendingFile{{stPath, stData}, {jsonPath, js}}); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// layout writes the graph file: one top-level field per line, and one
+// line per module and per node, so the file reads and diffs well.
+func layout(doc *graphDoc) ([]byte, error) {
+	var b bytes.Buffer
+	field := func(key string, v any, last bool) error {
+		js, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", key, err)
+		}
+		fmt.Fprintf(&b, " %q: %s", key, js)
+		if !last {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+		return nil
+	}
+	list := func(key string, n int, item func(i int) any) error {
+		fmt.Fprintf(&b, " %q: [", key)
+		for i := 0; i < n; i++ {
+			js, err := json.Marshal(item(i))
+			if err != nil {
+				return fmt.Errorf("encoding %s[%d]: %w", key, i, err)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n  ")
+			b.Write(js)
+		}
+		b.WriteString("\n ],\n")
+		return nil
+	}
+	b.WriteString("{\n")
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"format", doc.Format}, {"version", doc.Version}, {"model", doc.Model}, {"parameters", doc.Parameters}, {"input_names", doc.InputNames}} {
+		if err := field(f.key, f.v, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := list("modules", len(doc.Modules), func(i int) any { return doc.Modules[i] }); err != nil {
+		return nil, err
+	}
+	if err := list("nodes", len(doc.Nodes), func(i int) any { return doc.Nodes[i] }); err != nil {
+		return nil, err
+	}
+	if err := field("meta", doc.Meta, true); err != nil {
+		return nil, err
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// encodeNode builds a node's JSON entry.
+func encodeNode(n *ir.Node, inGraph func(*ir.Node) error) (nodeDoc, error) {
+	nd := nodeDoc{Name: n.Name, Op: n.Op, Target: n.Target, Args: json.RawMessage("null"), Kwargs: json.RawMessage("null")}
+	if args := n.Args(); args != nil {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i, a := range args {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := appendValue(&b, a, inGraph); err != nil {
+				return nd, fmt.Errorf("args[%d]%s", i, errSuffix(err))
+			}
+		}
+		b.WriteByte(']')
+		nd.Args = b.Bytes()
+	}
+	// A nil and an empty kwargs map behave the same everywhere: both are null.
+	if kw := n.Kwargs(); len(kw) > 0 {
+		raw, err := encodeObject(kw, inGraph)
+		if err != nil {
+			return nd, fmt.Errorf("kwargs%s", errSuffix(err))
+		}
+		nd.Kwargs = raw
+	}
+	if n.Meta == nil {
+		return nd, nil
+	}
+	md, err := encodeMeta(n.Meta)
+	if err != nil {
+		return nd, fmt.Errorf("metadata: %w", err)
+	}
+	nd.Meta = md
+	return nd, nil
+}
+
+// encodeMeta builds a node's metadata entry.
+func encodeMeta(m *ir.Meta) (*metaDoc, error) {
+	md := &metaDoc{Common: m.Common, Hardware: m.Hardware}
+	md.Hardware.Interface, md.Hardware.VerilogParam = nil, nil
+	var err error
+	if m.Hardware.Interface != nil {
+		iface := make(map[string]any, len(m.Hardware.Interface))
+		for k, v := range m.Hardware.Interface {
+			iface[k] = v
+		}
+		if md.HardwareInterface, err = encodeObject(iface, nil); err != nil {
+			return nil, fmt.Errorf("hardware interface%s", errSuffix(err))
+		}
+	}
+	if m.Hardware.VerilogParam != nil {
+		if md.HardwareVerilog, err = encodeObject(m.Hardware.VerilogParam, nil); err != nil {
+			return nil, fmt.Errorf("hardware verilog_param%s", errSuffix(err))
+		}
+	}
+	if md.Software, err = encodeObject(m.Software, nil); err != nil {
+		return nil, fmt.Errorf("software%s", errSuffix(err))
+	}
+	vals := &valuesDoc{Args: storableValues(m.Common.Args), Results: storableValues(m.Common.Results)}
+	if vals.Args != nil || vals.Results != nil {
+		md.Values = vals
+	}
+	return md, nil
+}
+
+// storableValues encodes the recorded values of an argument map that the
+// tagged encoding holds; tensors (and anything else it cannot hold) are
+// left out, as MASE leaves out what it cannot pickle.
+func storableValues(am *ir.ArgMap) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for _, k := range am.Keys() {
+		v := am.Get(k).Value
+		if v == nil {
+			continue
+		}
+		raw, err := encodeValue(v, nil)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out[k] = raw
+	}
+	return out
+}
+
+// moduleTree lists a model's modules for the graph file.
+func moduleTree(m *nn.Model) []moduleDoc {
+	var out []moduleDoc
+	for _, nm := range m.Modules() {
+		md := moduleDoc{Path: nm.Path, Type: nm.Module.TypeName(), Extra: nm.Module.ExtraRepr()}
+		for _, p := range nm.Module.Params() {
+			md.Params = append(md.Params, paramDoc{Name: p.Name, Shape: slices.Clone(p.Shape)})
+		}
+		out = append(out, md)
+	}
+	return out
+}
+
+// treeDiff describes the first difference between two module trees, or
+// returns "" when they are the same.
+func treeDiff(want, got []moduleDoc) string {
+	describe := func(m moduleDoc) string {
+		s := fmt.Sprintf("%s(%s)", m.Type, m.Extra)
+		for _, p := range m.Params {
+			s += fmt.Sprintf(" %s%v", p.Name, p.Shape)
+		}
+		return s
+	}
+	path := func(p string) string {
+		if p == "" {
+			return "the root"
+		}
+		return p
+	}
+	for i := 0; i < max(len(want), len(got)); i++ {
+		switch {
+		case i >= len(got):
+			return fmt.Sprintf("module %s (%s) is missing", path(want[i].Path), want[i].Type)
+		case i >= len(want):
+			return fmt.Sprintf("module %s (%s) is extra", path(got[i].Path), got[i].Type)
+		case want[i].Path != got[i].Path:
+			return fmt.Sprintf("module %s is where %s was expected", path(got[i].Path), path(want[i].Path))
+		}
+		if a, b := describe(want[i]), describe(got[i]); a != b {
+			return fmt.Sprintf("module %s is %s, expected %s", path(want[i].Path), b, a)
+		}
+	}
+	return ""
+}
+
+// registryTree builds a registry model, traces it with the input names
+// (which registers modules created during forward, such as
+// crossentropyloss_0) and returns it with its module tree.
+func registryTree(name string, seed uint64, inputNames []string) (*nn.Model, []moduleDoc, error) {
+	m, err := models.New(name, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := trace.Trace(m, inputNames); err != nil {
+		return nil, nil, fmt.Errorf("tracing model %s with inputs %v: %w", name, inputNames, err)
+	}
+	return m, moduleTree(m), nil
+}
+
+// identify returns the registry name of mg's model, checking that
+// models.New builds the same module tree.
+func identify(mg *mase.MaseGraph, spec Spec) (string, error) {
+	tree := moduleTree(mg.Model)
+	if spec.Model != "" {
+		_, got, err := registryTree(spec.Model, spec.Seed, mg.InputNames)
+		if err != nil {
+			return "", err
+		}
+		if d := treeDiff(tree, got); d != "" {
+			return "", fmt.Errorf("Import would rebuild models.New(%q), whose module tree differs from the graph's: %s "+
+				"(only module trees as the registry builds them can be exported)", spec.Model, d)
+		}
+		return spec.Model, nil
+	}
+	var reasons []string
+	for _, name := range models.Names() {
+		_, got, err := registryTree(name, spec.Seed, mg.InputNames)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		if d := treeDiff(tree, got); d != "" {
+			reasons = append(reasons, fmt.Sprintf("%s: %s", name, d))
+			continue
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("cannot identify the model (root %s) among the registry models; pass Spec{Model: ...} with one of %s "+
+		"(Import rebuilds the module tree with models.New). Differences: %s",
+		mg.Model.Root.TypeName(), strings.Join(models.Names(), ", "), strings.Join(reasons, "; "))
+}
+
+// Import reads a checkpoint written by Export, MASE's
+// MaseGraph.from_checkpoint(fname): it rebuilds the module tree with
+// models.New, checks it against the exported one, loads every parameter
+// (strictly: no missing or unexpected tensors), rebuilds the graph node by
+// node with identical names, restores the metadata, and lints the result.
+// Corrupt, truncated or mismatched files give an error naming the file.
+func Import(base string) (*mase.MaseGraph, error) {
+	stPath, jsonPath, err := Paths(base)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return nil, fmt.Errorf("importing MaseGraph: %w", err)
+	}
+	doc, err := decodeDoc(raw)
+	if err != nil {
+		return nil, fmt.Errorf("importing MaseGraph: graph file %s: %w", jsonPath, err)
+	}
+	stData, err := os.ReadFile(stPath)
+	if err != nil {
+		return nil, fmt.Errorf("importing MaseGraph: %w", err)
+	}
+	f, err := Parse(stData)
+	if err != nil {
+		return nil, fmt.Errorf("importing MaseGraph: parameters file %s: %w", stPath, err)
+	}
+	if sum := sha256.Sum256(stData); hex.EncodeToString(sum[:]) != doc.Parameters.SHA256 {
+		return nil, fmt.Errorf("importing MaseGraph: parameters file %s (%d bytes) is not the one %s was exported with (%d bytes, different SHA-256): "+
+			"the two files come from different exports", stPath, len(stData), jsonPath, doc.Parameters.Bytes)
+	}
+	mg, err := rebuild(doc, f)
+	if err != nil {
+		return nil, fmt.Errorf("importing MaseGraph from %s: %w", jsonPath, err)
+	}
+	return mg, nil
+}
+
+// decodeDoc parses and checks the graph file's top level.
+func decodeDoc(raw []byte) (*graphDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var doc graphDoc
+	if err := dec.Decode(&doc); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := lineCol(raw, se.Offset)
+			return nil, fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, se)
+		case errors.As(err, &te):
+			line, col := lineCol(raw, te.Offset)
+			return nil, fmt.Errorf("wrong JSON type at line %d, column %d: field %s: %v", line, col, te.Field, te)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("the JSON ends early (truncated file?)")
+		}
+		return nil, fmt.Errorf("invalid graph file: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON object")
+	}
+	if doc.Format != graphFormat || doc.Version != graphVersion {
+		return nil, fmt.Errorf("format %q version %d is not supported (allowed: %q version %d)", doc.Format, doc.Version, graphFormat, graphVersion)
+	}
+	if doc.Model.Name == "" {
+		return nil, fmt.Errorf("model.name is empty (allowed: %s)", strings.Join(models.Names(), ", "))
+	}
+	if len(doc.Nodes) == 0 {
+		return nil, fmt.Errorf("the graph has no nodes")
+	}
+	return &doc, nil
+}
+
+// lineCol converts a byte offset into 1-based line and column numbers.
+func lineCol(raw []byte, offset int64) (int, int) {
+	offset = min(max(offset, 0), int64(len(raw)))
+	before := raw[:offset]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	col := int(offset) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// rebuild makes the model and graph of a decoded checkpoint.
+func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
+	m, tree, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames)
+	if err != nil {
+		return nil, err
+	}
+	if d := treeDiff(doc.Modules, tree); d != "" {
+		return nil, fmt.Errorf("models.New(%q) no longer builds the exported module tree: %s", doc.Model.Name, d)
+	}
+	if _, err := LoadState(f, m, LoadOptions{NoAutoPrefix: true}); err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	g := ir.New()
+	lookup := func(name string) (*ir.Node, error) {
+		if n := g.Node(name); n != nil {
+			return n, nil
+		}
+		return nil, fmt.Errorf("node reference %q names no node defined before this one", name)
+	}
+	for i, nd := range doc.Nodes {
+		if err := addNode(g, nd, lookup); err != nil {
+			return nil, fmt.Errorf("node %d (%s): %w", i, nd.Name, err)
+		}
+	}
+	if err := g.Lint(); err != nil {
+		return nil, err
+	}
+	g.Meta = ir.GraphMeta{NodesIn: doc.Meta.NodesIn, NodesOut: doc.Meta.NodesOut}
+	if g.Meta.Hardware, err = decodeObject(doc.Meta.Hardware, nil); err != nil {
+		return nil, fmt.Errorf("graph metadata hardware%s", errSuffix(err))
+	}
+	return &mase.MaseGraph{Graph: g, Model: m, InputNames: doc.InputNames}, nil
+}
+
+// addNode recreates one node with its arguments and metadata.
+func addNode(g *ir.Graph, nd nodeDoc, lookup func(string) (*ir.Node, error)) error {
+	if nd.Name == "" {
+		return fmt.Errorf("node has no name")
+	}
+	var args []any
+	if len(nd.Args) > 0 && string(bytes.TrimSpace(nd.Args)) != "null" {
+		var elems []json.RawMessage
+		if err := json.Unmarshal(nd.Args, &elems); err != nil {
+			return fmt.Errorf("args must be a JSON array of values, got %s", abbreviate(nd.Args))
+		}
+		args = make([]any, len(elems))
+		for i, e := range elems {
+			v, err := decodeValue(e, lookup)
+			if err != nil {
+				return fmt.Errorf("args[%d]%s", i, errSuffix(err))
+			}
+			args[i] = v
+		}
+	}
+	kwargs, err := decodeObject(nd.Kwargs, lookup)
+	if err != nil {
+		return fmt.Errorf("kwargs%s", errSuffix(err))
+	}
+	n, err := g.AddNode(nd.Op, nd.Name, nd.Target, args, kwargs)
+	if err != nil {
+		return err
+	}
+	if n.Name != nd.Name {
+		return fmt.Errorf("the graph named the node %q, not %q (names must be unique identifiers: letters, digits, '_')", n.Name, nd.Name)
+	}
+	if nd.Meta == nil {
+		return nil
+	}
+	meta, err := decodeMeta(nd.Meta)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	n.Meta = meta
+	return nil
+}
+
+// errSuffix formats a nested decoding error after a path: "[0]: ..." stays
+// attached, anything else gets ": ".
+func errSuffix(err error) string {
+	s := err.Error()
+	if strings.HasPrefix(s, "[") {
+		return s
+	}
+	return ": " + s
+}
+
+// decodeMeta rebuilds a node's ir.Meta.
+func decodeMeta(md *metaDoc) (*ir.Meta, error) {
+	m := &ir.Meta{Common: md.Common, Hardware: md.Hardware}
+	var err error
+	if m.Software, err = decodeObject(md.Software, nil); err != nil {
+		return nil, fmt.Errorf("software%s", errSuffix(err))
+	}
+	iface, err := decodeObject(md.HardwareInterface, nil)
+	if err != nil {
+		return nil, fmt.Errorf("hardware interface%s", errSuffix(err))
+	}
+	if iface != nil {
+		m.Hardware.Interface = make(map[string]map[string]any, len(iface))
+		for k, v := range iface {
+			inner, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("hardware interface[%q] must be a dict, got %T", k, v)
+			}
+			m.Hardware.Interface[k] = inner
+		}
+	}
+	if m.Hardware.VerilogParam, err = decodeObject(md.HardwareVerilog, nil); err != nil {
+		return nil, fmt.Errorf("hardware verilog_param%s", errSuffix(err))
+	}
+	if md.Values != nil {
+		for _, part := range []struct {
+			name string
+			am   *ir.ArgMap
+			vals map[string]json.RawMessage
+		}{{"args", m.Common.Args, md.Values.Args}, {"results", m.Common.Results, md.Values.Results}} {
+			for _, k := range sortedKeys(part.vals) {
+				info := part.am.Get(k)
+				if info == nil {
+					return nil, fmt.Errorf("values.%s[%q] belongs to no entry of common.%s", part.name, k, part.name)
+				}
+				v, err := decodeValue(part.vals[k], nil)
+				if err != nil {
+					return nil, fmt.Errorf("values.%s[%q]%s", part.name, k, errSuffix(err))
+				}
+				info.Value = v
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,401 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/passes"
+)
+
+// dummyIDs are spec §1.2's token ids of the two dummy sentences.
+var dummyIDs = [][]int32{
+	{101, 9932, 2089, 2202, 2058, 1996, 2088, 2028, 2154, 102},
+	{101, 2023, 2003, 2339, 2017, 2323, 4553, 4748, 4877, 102},
+}
+
+func dummyIn() map[string]*tensors.Tensor {
+	return map[string]*tensors.Tensor{"input_ids": tensors.FromValue(dummyIDs)}
+}
+
+// nodeRef stands for a node in compared arguments.
+type nodeRef string
+
+func namedArgs(v any) any {
+	return ir.MapNodes(v, func(n *ir.Node) any { return nodeRef(n.Name) })
+}
+
+// compareGraphs checks node names, kinds, targets and arguments.
+func compareGraphs(t *testing.T, want, got *ir.Graph) {
+	t.Helper()
+	wn, gn := want.Nodes(), got.Nodes()
+	if len(wn) != len(gn) {
+		t.Fatalf("%d nodes, want %d", len(gn), len(wn))
+	}
+	for i := range wn {
+		a, b := wn[i], gn[i]
+		if a.Name != b.Name || a.Op != b.Op || a.Target != b.Target {
+			t.Errorf("node %d: %s %s %s, want %s %s %s", i, b.Name, b.Op, b.Target, a.Name, a.Op, a.Target)
+		}
+		if !reflect.DeepEqual(namedArgs(a.Args()), namedArgs(b.Args())) || !reflect.DeepEqual(namedArgs(a.Kwargs()), namedArgs(b.Kwargs())) {
+			t.Errorf("node %s: args %s %s, want %s %s", a.Name, ir.FormatArgs(b.Args()), ir.FormatKwargs(b.Kwargs()), ir.FormatArgs(a.Args()), ir.FormatKwargs(a.Kwargs()))
+		}
+		if (a.Args() == nil) != (b.Args() == nil) {
+			t.Errorf("node %s: args nil-ness changed", a.Name)
+		}
+		if a.String() != b.String() {
+			t.Errorf("node printout %q, want %q", b.String(), a.String())
+		}
+	}
+}
+
+func sameOutputs(t *testing.T, a, b *mase.MaseGraph, in map[string]*tensors.Tensor) {
+	t.Helper()
+	oa, err := a.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := b.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oa) != len(ob) {
+		t.Fatalf("%d outputs, want %d", len(ob), len(oa))
+	}
+	for i := range oa {
+		x, y := tensors.MustCopyFlatData[float32](oa[i]), tensors.MustCopyFlatData[float32](ob[i])
+		if !slices.Equal(bitsOf(x), bitsOf(y)) {
+			t.Errorf("output %d: %v, want %v", i, y, x)
+		}
+	}
+}
+
+func TestExportImportBertTiny(t *testing.T) {
+	m, err := models.NewBertTiny(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, _, err = passes.InitMetadata(mg); err != nil {
+		t.Fatal(err)
+	}
+	if mg, _, err = passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: dummyIn()}); err != nil {
+		t.Fatal(err)
+	}
+	// Hardware and software sections with typed values, as passes fill them.
+	fc := mg.Graph.Node("classifier")
+	fc.Meta.Software = map[string]any{"count": 3, "ratio": 0.5, "tags": []any{"a", int64(2)}, "none": nil}
+	fc.Meta.Hardware = ir.Hardware{IsImplicit: true, DeviceID: -1, Toolchain: "INTERNAL_RTL", Module: "fixed_linear",
+		Interface:    map[string]map[string]any{"weight": {"storage": "BRAM", "transpose": false}, "bias": {}},
+		VerilogParam: map[string]any{"DATA_IN_0_PRECISION_0": 8, "SCALE": 0.25}, MaxParallelism: []int{4, 4}}
+	mg.Graph.Meta.Hardware = map[string]any{"verilog_sources": []any{"top.sv"}}
+
+	base := filepath.Join(t.TempDir(), "tutorial_1")
+	if err := Export(base, mg, Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(js, []byte(`"name":"bert-tiny"`)) {
+		t.Errorf("the graph file does not name the model: %.300s", js)
+	}
+	got, err := Import(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Graph.Lint(); err != nil {
+		t.Fatal(err)
+	}
+	compareGraphs(t, mg.Graph, got.Graph)
+	if !slices.Equal(got.InputNames, mg.InputNames) {
+		t.Errorf("input names %v, want %v", got.InputNames, mg.InputNames)
+	}
+	if d := sameSnapshot(snapshot(t, mg.Model), snapshot(t, got.Model)); d != "" {
+		t.Errorf("parameter %s differs", d)
+	}
+	if fresh := snapshot(t, newModel(t, "bert-tiny", 0)); sameSnapshot(fresh, snapshot(t, got.Model)) == "" {
+		t.Error("imported parameters equal a fresh seed-0 model's: were they loaded?")
+	}
+
+	values := 0
+	for _, a := range mg.Graph.Nodes() {
+		b := got.Graph.Node(a.Name)
+		ja, _ := json.Marshal(a.Meta.Common)
+		jb, _ := json.Marshal(b.Meta.Common)
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("node %s: common metadata\n%s\nwant\n%s", a.Name, jb, ja)
+		}
+		for _, part := range [][2]*ir.ArgMap{{a.Meta.Common.Args, b.Meta.Common.Args}, {a.Meta.Common.Results, b.Meta.Common.Results}} {
+			for _, k := range part[0].Keys() {
+				va, vb := part[0].Get(k).Value, part[1].Get(k).Value
+				if _, err := encodeValue(va, nil); err != nil {
+					if vb != nil {
+						t.Errorf("node %s %s: value %v should not be stored", a.Name, k, vb)
+					}
+					continue
+				}
+				if va != nil {
+					values++
+				}
+				if !reflect.DeepEqual(va, vb) {
+					t.Errorf("node %s %s: value %#v, want %#v", a.Name, k, vb, va)
+				}
+			}
+		}
+		if !reflect.DeepEqual(a.Meta.Software, b.Meta.Software) || !reflect.DeepEqual(a.Meta.Hardware, b.Meta.Hardware) {
+			t.Errorf("node %s: software %#v hardware %#v, want %#v %#v", a.Name, b.Meta.Software, b.Meta.Hardware, a.Meta.Software, a.Meta.Hardware)
+		}
+	}
+	if values < 20 {
+		t.Errorf("only %d constant values round-tripped", values)
+	}
+	if !reflect.DeepEqual(got.Graph.Meta, mg.Graph.Meta) {
+		t.Errorf("graph metadata %+v, want %+v", got.Graph.Meta, mg.Graph.Meta)
+	}
+	sameOutputs(t, mg, got, dummyIn())
+}
+
+func TestExportImportWithLabels(t *testing.T) {
+	m := newModel(t, "bert-tiny", 3)
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "with_labels")
+	if err := Export(base, mg, Spec{Model: "bert-tiny", Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Import(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Model.Module("crossentropyloss_0"); !ok {
+		t.Error("the loss module created during forward is missing")
+	}
+	compareGraphs(t, mg.Graph, got.Graph)
+	for _, n := range got.Graph.Nodes() {
+		if n.Meta != nil {
+			t.Fatalf("node %s gained metadata", n.Name)
+		}
+	}
+	ones := [][]int32{make([]int32, 10), make([]int32, 10)}
+	for i := range ones {
+		for j := range ones[i] {
+			ones[i][j] = 1
+		}
+	}
+	sameOutputs(t, mg, got, map[string]*tensors.Tensor{"input_ids": tensors.FromValue(dummyIDs),
+		"attention_mask": tensors.FromValue(ones), "labels": tensors.FromValue([]int32{1, 0})})
+}
+
+// exportMLP exports a traced MLP to dir/name and returns the graph.
+func exportMLP(t *testing.T, dir, name string, seed uint64) *mase.MaseGraph {
+	t.Helper()
+	mg, err := mase.NewMaseGraph(newModel(t, "mlp", seed), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Export(filepath.Join(dir, name), mg, Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	return mg
+}
+
+func TestImportRejectsBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	exportMLP(t, dir, "a", 1)
+	exportMLP(t, dir, "b", 2)
+	js, _ := os.ReadFile(filepath.Join(dir, "a.json"))
+	st, _ := os.ReadFile(filepath.Join(dir, "a.safetensors"))
+	stB, _ := os.ReadFile(filepath.Join(dir, "b.safetensors"))
+	if _, err := Import(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	replace := func(old, new string) []byte {
+		if !bytes.Contains(js, []byte(old)) {
+			t.Fatalf("graph file lacks %q", old)
+		}
+		return bytes.Replace(js, []byte(old), []byte(new), 1)
+	}
+	cases := []struct {
+		name      string
+		json, st  []byte
+		want      string
+		wantInMsg string // the file the error must name
+	}{
+		{"truncated json", js[:len(js)/2], st, "ends early", ".json"},
+		{"broken json", replace(`"nodes": [`, `"nodes": [,`), st, "invalid JSON at line", ".json"},
+		{"wrong type", replace(`"version": 1`, `"version": "1"`), st, "wrong JSON type", ".json"},
+		{"unknown field", replace(`"format":`, `"colour": 1, "format":`), st, "unknown field", ".json"},
+		{"version", replace(`"version": 1`, `"version": 2`), st, `version 2 is not supported (allowed: "gomase.masegraph" version 1)`, ".json"},
+		{"unknown model", replace(`"name":"mlp"`, `"name":"resnet"`), st, `unknown model "resnet" (allowed: bert-tiny, mlp)`, ".json"},
+		{"renamed node", replace(`"name":"fc1"`, `"name":"fc1.x"`), st, `named the node "fc1_x", not "fc1.x"`, ".json"},
+		{"forward reference", replace(`"node":"x"`, `"node":"relu"`), st, `node reference "relu" names no node defined before this one`, ".json"},
+		{"bad arg", replace(`"start_dim":{`, `"start_dim":{"int":1},"z":{"bogus":0},"y":{`), st, `kwargs["z"]: unknown tag "bogus"`, ".json"},
+		{"truncated parameters", js, st[:len(st)-10], "truncated", ".safetensors"},
+		{"parameters of another export", js, stB, "come from different exports", ".safetensors"},
+	}
+	for _, c := range cases {
+		base := filepath.Join(dir, "bad")
+		os.WriteFile(base+".json", c.json, 0o644)
+		os.WriteFile(base+".safetensors", c.st, 0o644)
+		_, err := Import(base)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), base+c.wantInMsg) {
+			t.Errorf("%s: %v, want an error naming %s and saying %q", c.name, err, base+c.wantInMsg, c.want)
+		}
+	}
+	if _, err := Import(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "absent.json") {
+		t.Errorf("missing files: %v", err)
+	}
+}
+
+func TestExportNeedsARegistryModel(t *testing.T) {
+	cfg := models.BertTinyConfig()
+	cfg.NumLabels = 3
+	m, err := models.NewBertForSequenceClassification(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "three")
+	err = Export(base, mg, Spec{})
+	if err == nil || !strings.Contains(err.Error(), "cannot identify the model (root BertForSequenceClassification)") ||
+		!strings.Contains(err.Error(), "Spec{Model: ...}") || !strings.Contains(err.Error(), "bert-tiny: module classifier") {
+		t.Errorf("unidentifiable model: %v", err)
+	}
+	err = Export(base, mg, Spec{Model: "bert-tiny"})
+	if err == nil || !strings.Contains(err.Error(), "module classifier is Linear(in_features=128, out_features=2") {
+		t.Errorf("wrong model named: %v", err)
+	}
+	if err = Export(base, mg, Spec{Model: "gpt"}); err == nil || !strings.Contains(err.Error(), "allowed: bert-tiny, mlp") {
+		t.Errorf("unknown model named: %v", err)
+	}
+	if _, statErr := os.Stat(base + ".json"); statErr == nil {
+		t.Error("a failed export wrote files")
+	}
+
+	// An argument the encoding cannot hold is named with its node.
+	mlp, _ := mase.NewMaseGraph(newModel(t, "mlp", 1), nil)
+	relu := mlp.Graph.Node("relu")
+	if err := relu.SetKwargs(map[string]any{"inplace": tensors.FromValue([]float32{1})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Export(base, mlp, Spec{}); err == nil || !strings.Contains(err.Error(), `node relu: kwargs["inplace"]: value of type *tensors.Tensor`) {
+		t.Errorf("tensor argument: %v", err)
+	}
+}
+
+func TestExportIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	old := exportMLP(t, dir, "m", 1)
+	oldJS, _ := os.ReadFile(filepath.Join(dir, "m.json"))
+	oldST, _ := os.ReadFile(filepath.Join(dir, "m.safetensors"))
+	newMG, _ := mase.NewMaseGraph(newModel(t, "mlp", 2), nil)
+
+	// A failure before the renames changes nothing.
+	for _, c := range [][2]string{{"write", ".safetensors"}, {"write", ".json"}, {"sync", ".json"}, {"rename", ".safetensors"}} {
+		failAfter(t, c[0], c[1])
+		if err := Export(filepath.Join(dir, "m"), newMG, Spec{}); err == nil || !strings.Contains(err.Error(), "simulated failure") {
+			t.Errorf("%v: err = %v", c, err)
+		}
+		js, _ := os.ReadFile(filepath.Join(dir, "m.json"))
+		st, _ := os.ReadFile(filepath.Join(dir, "m.safetensors"))
+		if !bytes.Equal(js, oldJS) || !bytes.Equal(st, oldST) {
+			t.Errorf("failure at %v changed the old files", c)
+		}
+		if got := listDir(t, dir); !slices.Equal(got, []string{"m.json", "m.safetensors"}) {
+			t.Errorf("failure at %v left %v", c, got)
+		}
+		back, err := Import(filepath.Join(dir, "m"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sameSnapshot(snapshot(t, old.Model), snapshot(t, back.Model)); d != "" {
+			t.Errorf("old checkpoint lost %s", d)
+		}
+	}
+	// Between the two renames the pair is mixed: Import notices.
+	failAfter(t, "rename", ".json")
+	if err := Export(filepath.Join(dir, "m"), newMG, Spec{}); err == nil {
+		t.Error("export succeeded despite the failing rename")
+	}
+	failHook = nil
+	if _, err := Import(filepath.Join(dir, "m")); err == nil || !strings.Contains(err.Error(), "different exports") {
+		t.Errorf("mixed pair: %v", err)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	dir := t.TempDir()
+	home, _ := os.UserHomeDir()
+	for in, want := range map[string]string{
+		"a/b":             "a/b",
+		"a/b.json":        "a/b",
+		"a/b.safetensors": "a/b",
+		dir:               filepath.Join(dir, "model"),
+		"out/":            "out/model",
+		"~/tutorial_1":    filepath.Join(home, "tutorial_1"),
+	} {
+		st, js, err := Paths(in)
+		if err != nil || st != want+".safetensors" || js != want+".json" {
+			t.Errorf("Paths(%q) = %s, %s, %v; want base %s", in, st, js, err, want)
+		}
+	}
+	if _, _, err := Paths(""); err == nil {
+		t.Error("empty path accepted")
+	}
+	// Export into a directory and import from it.
+	mg := exportMLP(t, dir, "", 4)
+	got, err := Import(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameSnapshot(snapshot(t, mg.Model), snapshot(t, got.Model)); d != "" {
+		t.Errorf("parameter %s differs", d)
+	}
+}
+
+func TestExportImportTransformedGraph(t *testing.T) {
+	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 5), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := mg.Graph.Len()
+	if mg, _, err = passes.RemoveDropout(mg); err != nil {
+		t.Fatal(err)
+	}
+	if mg.Graph.Len() != before-6 {
+		t.Fatalf("RemoveDropout left %d of %d nodes", mg.Graph.Len(), before)
+	}
+	base := filepath.Join(t.TempDir(), "no_dropout")
+	if err := Export(base, mg, Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Import(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGraphs(t, mg.Graph, got.Graph)
+	if _, n, _ := passes.CountDropout(got); n["dropout_count"] != 0 {
+		t.Errorf("imported graph has %v dropout nodes", n["dropout_count"])
+	}
+	sameOutputs(t, mg, got, dummyIn())
+}
