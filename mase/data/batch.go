@@ -58,6 +58,11 @@ type BatchOptions struct {
 	// DropLast drops the last, incomplete batch: the final len mod BatchSize
 	// examples of the (shuffled) order are left out of the epoch.
 	DropLast bool
+	// PadToMultipleOf rounds each batch's padded length up to a multiple of
+	// this (HF DataCollatorWithPadding's pad_to_multiple_of), never beyond
+	// MaxLength. Compiled backends build one executable per input shape, so
+	// fewer distinct lengths mean fewer compilations. 0 or 1: no rounding.
+	PadToMultipleOf int
 }
 
 // Validate reports an option out of range, saying what is allowed.
@@ -70,6 +75,9 @@ func (o BatchOptions) Validate() error {
 	}
 	if o.BucketBatches < 0 {
 		return fmt.Errorf("bucket size %d batches is negative (allowed: 0 for %d, or a positive number of batches)", o.BucketBatches, DefaultBucketBatches)
+	}
+	if o.PadToMultipleOf < 0 {
+		return fmt.Errorf("pad-to-multiple-of %d is negative (allowed: 0 or 1 for none, or a positive multiple)", o.PadToMultipleOf)
 	}
 	return nil
 }
@@ -323,7 +331,7 @@ func batches(n int, labels []int32, ids func(idx []int) [][]int32, opts BatchOpt
 					groups = shuffled
 				}
 				for _, g := range groups {
-					if !send(batchOrErr{b: makeBatch(g, idx, rows, labels)}) {
+					if !send(batchOrErr{b: makeBatch(g, idx, rows, labels, opts.PadToMultipleOf, maxLen)}) {
 						return
 					}
 				}
@@ -349,11 +357,15 @@ func truncate(ids []int32, maxLen int) []int32 {
 	return out
 }
 
-// makeBatch pads rows[g[...]] (chunk positions) to their longest.
-func makeBatch(g, idx []int, rows [][]int32, labels []int32) *Batch {
+// makeBatch pads rows[g[...]] (chunk positions) to their longest, rounded
+// up to a multiple of multiple (at most maxLen).
+func makeBatch(g, idx []int, rows [][]int32, labels []int32, multiple, maxLen int) *Batch {
 	seq := 0
 	for _, p := range g {
 		seq = max(seq, len(rows[p]))
+	}
+	if multiple > 1 && seq%multiple != 0 {
+		seq = max(seq, min(maxLen, (seq/multiple+1)*multiple))
 	}
 	b := &Batch{
 		InputIDs:      make([][]int32, len(g)),

@@ -34,3 +34,14 @@ func Markdown(md string) bool {
 	gonbui.DisplayMarkdown(md)
 	return true
 }
+
+// NewID returns a unique element id for content updated in place.
+func NewID() string { return "gomase-" + gonbui.UniqueID() }
+
+// UpdateHTML shows html in the output block id, created on the first call
+// and replaced in place afterwards; it does nothing outside a notebook.
+func UpdateHTML(id, html string) {
+	if gonbui.IsNotebook {
+		gonbui.UpdateHTML(id, html)
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gomase/gomase/mase/datadir"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/train"
+)
+
+func init() {
+	register(command{
+		name: "train",
+		usage: "--model bert-tiny --dataset imdb|imdb-sample|sst2 [--epochs E] [--limit N] [--eval-limit N] [--max-len L] " +
+			"[--lr LR] [--warmup RATIO] [--lora-rank R] [--lora-alpha A] [--freeze-embeddings] [--out CKPT] [--seed S] [--json]",
+		short: "fine-tune a model on a sentiment dataset and print the metrics (Lab 0 Tutorial 2)",
+		run:   runTrain,
+	})
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defaults := finetune.FromScratch()
+	model := fs.String("model", "bert-tiny", "model to fine-tune (bert-tiny)")
+	dataset := fs.String("dataset", "imdb", "dataset: "+strings.Join(finetune.Datasets, ", "))
+	epochs := fs.Int("epochs", 1, "training epochs")
+	limit := fs.Int("limit", 0, "keep a class-balanced subset of N training examples (0: all)")
+	evalLimit := fs.Int("eval-limit", 0, "keep a class-balanced subset of N evaluation examples (0: all)")
+	maxLen := fs.Int("max-len", 512, "truncate sequences to this many tokens")
+	lr := fs.Float64("lr", defaults.LearningRate, "peak learning rate (HF's default 5e-5 suits pretrained weights; random init needs more)")
+	warmup := fs.Float64("warmup", defaults.WarmupRatio, "warm-up as a fraction of all steps")
+	batch := fs.Int("batch-size", defaults.BatchSize, "batch size")
+	loraRank := fs.Int("lora-rank", 0, "insert LoRA adapters of this rank (0: full fine-tuning); fused after training")
+	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA alpha (default: the rank, so the scale α/r is 1)")
+	freeze := fs.Bool("freeze-embeddings", false, "freeze bert.embeddings, as Tutorial 2 does")
+	out := fs.String("out", "", "export the trained MaseGraph to CKPT.safetensors and CKPT.json")
+	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and dropout")
+	asJSON := fs.Bool("json", false, "print the result as JSON (no progress bar)")
+	dataDir := fs.String("data-dir", "", "data directory (default: ../shared/data beside the checkout, or $GOMASE_DATA_DIR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *dataDir != "" {
+		datadir.SetDir(*dataDir)
+		defer datadir.SetDir("")
+	}
+	if *maxLen < 2 {
+		return fmt.Errorf("--max-len %d: want at least 2 ([CLS] and [SEP])", *maxLen)
+	}
+	if *limit < 0 || *evalLimit < 0 || *loraRank < 0 {
+		return fmt.Errorf("--limit, --eval-limit and --lora-rank must be ≥ 0")
+	}
+	cfg := defaults
+	cfg.Epochs, cfg.LearningRate, cfg.WarmupRatio, cfg.BatchSize = *epochs, *lr, *warmup, *batch
+	opts := finetune.Options{Model: *model, Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen,
+		Train: &cfg, LoRARank: *loraRank, LoRAAlpha: *loraAlpha, FreezeEmbeddings: *freeze, Out: *out, Seed: *seed}
+	if !*asJSON {
+		opts.Progress = &train.TerminalProgress{W: stderr}
+	}
+	res, err := finetune.Run(opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "%s on %s: %d training examples, %d steps in %.1f s (%.1f samples/s)\n",
+		res.Model, res.Dataset, res.TrainExamples, res.History.Steps, res.History.Seconds, res.SamplesPerSec)
+	fmt.Fprintf(stdout, "trainable parameters: %d of %d\n", res.Trainable, res.Parameters)
+	fmt.Fprintf(stdout, "%s accuracy: baseline %.4f → trained %.4f\n", res.EvalSplit, res.Baseline.Accuracy, res.Final.Accuracy)
+	if res.Fused != nil {
+		fmt.Fprintf(stdout, "after fusing LoRA: %.4f\n", res.Fused.Accuracy)
+	}
+	if res.Checkpoint != "" {
+		fmt.Fprintf(stdout, "checkpoint: %s.safetensors, %s.json\n", res.Checkpoint, res.Checkpoint)
+	}
+	return nil
+}
