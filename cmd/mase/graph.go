@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase"
-	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
@@ -51,17 +50,11 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	drawPath := fs.String("draw", "", "write the graph drawing to this .svg (or .dot) file")
 	asJSON := fs.Bool("json", false, "print the nodes with their common metadata as JSON")
 	seed := fs.Uint64("seed", 0, "seed of the model's random initialisation")
-	dataDir := fs.String("data-dir", "", "data directory (default: ../shared/data beside the checkout, or $GOMASE_DATA_DIR)")
-	if err := fs.Parse(args); err != nil {
+	dataDir := dataDirFlag(fs)
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *dataDir != "" {
-		datadir.SetDir(*dataDir)
-		defer datadir.SetDir("")
-	}
+	defer useDataDir(*dataDir)()
 	if *modelName == "" {
 		return fmt.Errorf("--model is required (allowed: %s)", strings.Join(models.Names(), ", "))
 	}

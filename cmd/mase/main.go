@@ -6,11 +6,14 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/gomase/gomase/mase/datadir"
 )
 
 // command is one `mase <name>` subcommand.
@@ -70,6 +73,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// dataDirFlag registers the --data-dir flag shared by the commands that
+// read data.
+func dataDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("data-dir", "", "data directory (default: ../shared/data beside the checkout, or $GOMASE_DATA_DIR)")
+}
+
+// useDataDir points the data lookup at dir for the rest of a command when
+// dir is set; call the returned function when the command ends.
+func useDataDir(dir string) (restore func()) {
+	if dir == "" {
+		return func() {}
+	}
+	datadir.SetDir(dir)
+	return func() { datadir.SetDir("") }
+}
+
+// parseFlagsOnly parses args and rejects positional arguments.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
 }
 
 // oneLine folds a multi-line error message onto one line.

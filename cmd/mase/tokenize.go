@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/tokenizer"
 )
 
@@ -46,10 +45,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	if *maxLen < 0 || *maxLen == 1 {
 		return fmt.Errorf("--max-len %d: want 0 (the model's %d) or at least 2 (room for [CLS] and [SEP])", *maxLen, tokenizer.ModelMaxLength)
 	}
-	if *dataDir != "" {
-		datadir.SetDir(*dataDir)
-		defer datadir.SetDir("")
-	}
+	defer useDataDir(*dataDir)()
 	tok, err := tokenizer.BertBaseUncased()
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -41,17 +40,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "export the trained MaseGraph to CKPT.safetensors and CKPT.json")
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and dropout")
 	asJSON := fs.Bool("json", false, "print the result as JSON (no progress bar)")
-	dataDir := fs.String("data-dir", "", "data directory (default: ../shared/data beside the checkout, or $GOMASE_DATA_DIR)")
-	if err := fs.Parse(args); err != nil {
+	dataDir := dataDirFlag(fs)
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *dataDir != "" {
-		datadir.SetDir(*dataDir)
-		defer datadir.SetDir("")
-	}
+	defer useDataDir(*dataDir)()
 	if *maxLen < 2 {
 		return fmt.Errorf("--max-len %d: want at least 2 ([CLS] and [SEP])", *maxLen)
 	}
