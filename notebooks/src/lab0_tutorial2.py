@@ -1,0 +1,311 @@
+import json, sys, hashlib
+cells = []
+def md(s): cells.append(("markdown", s.strip("\n")))
+def code(s): cells.append(("code", s.strip("\n")))
+
+md(r"""
+# Lab 0 · Tutorial 2 — fine-tuning bert-tiny on IMDb: full SFT, then LoRA
+
+MASE's Tutorial 2 (`tutorial_2_lora_finetune`) in Go. The steps: load and tokenise IMDb, trace bert-tiny with
+`input_ids`, `attention_mask` and `labels`, look at the trainable parameters, evaluate the untrained model, fine-tune it for
+one epoch (SFT), then insert LoRA adapters, train them, fuse them back into the weights, and check that fusing leaves the
+accuracy unchanged. Each stage saves a checkpoint, as the lab chains `~/tutorial_2_sft` → `~/tutorial_2_lora`.
+
+| MASE (Python) | gomase (Go) |
+|---|---|
+| `get_tokenized_dataset("imdb", checkpoint)` | `data.LoadIMDb(...)`, `tokenizer.BertBaseUncased()`, `data.Pretokenize` |
+| `MaseGraph(model, hf_input_names=["input_ids", "attention_mask", "labels"])` | `mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})` |
+| `report_trainable_parameters_analysis_pass(mg.model)` | `passes.ReportTrainableParameters(mg)` |
+| `get_trainer(...)`, `trainer.evaluate()`, `trainer.train()` | `train.New(mg, cfg)`, `tr.Evaluate(...)`, `tr.Train(...)` |
+| `insert_lora_adapter_transform_pass(mg, {"rank": 6, "alpha": 1.0, "dropout": 0.5})` | `passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 6, Alpha: 1, Dropout: 0.5})` |
+| `fuse_lora_weights_transform_pass(mg)` | `passes.FuseLoRA(mg)` |
+| `mg.export("~/tutorial_2_sft")` / `MaseGraph.from_checkpoint(...)` | `checkpoint.Export(path, mg, spec)` / `checkpoint.Import(path)` |
+
+**No pretrained weights.** MASE starts from `prajjwal1/bert-tiny`'s pretrained weights and reaches about 0.82 accuracy after one
+epoch. Those weights cannot be downloaded here, so bert-tiny starts from random initialisation; HF's learning rate of 5e-5
+barely moves a random model in one epoch, so the runs below use 1e-3 with 10% warm-up (`finetune.FromScratch()`), and the
+accuracies are those of a model trained from scratch, not comparable to 0.82.
+
+**Quick mode** (CI, `mase labs --quick`): 400 training and 200 test reviews from the IMDb sample, sequences cut to 128
+tokens. The full run uses all 25,000 + 25,000 reviews at MASE's 512 tokens (about an hour per epoch on 2 cores).
+""")
+
+code(r"""
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/display"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/tokenizer"
+	"github.com/gomase/gomase/mase/train"
+)
+
+const seed = 42
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// settings: quick mode for CI, the lab's scale otherwise.
+func settings() (opts finetune.Options) {
+	opts = finetune.Options{Model: "bert-tiny", Dataset: "imdb", MaxLen: 512, Seed: seed}
+	if labs.Quick() {
+		opts.Dataset, opts.Limit, opts.EvalLimit, opts.MaxLen = "imdb-sample", 400, 200, 128
+	}
+	return opts
+}
+
+// splits loads and pretokenises the training and test splits.
+func splits() (trainData, testData *data.Pretokenized, trainN, testN int) {
+	trainSplit, testSplit, err := finetune.LoadSplits(settings())
+	must(err)
+	tok, err := tokenizer.BertBaseUncased()
+	must(err)
+	return data.Pretokenize(trainSplit.Examples, tok), data.Pretokenize(testSplit.Examples, tok), trainSplit.Len(), testSplit.Len()
+}
+
+// batchOpts are the batching options: batch 8, truncation, dynamic padding.
+func batchOpts(shuffle bool) data.BatchOptions {
+	return data.BatchOptions{BatchSize: 8, MaxLength: settings().MaxLen, Shuffle: shuffle, Seed: seed, PadToMultipleOf: finetune.PadMultiple}
+}
+
+// ckpt is where the stages save their MaseGraphs (MASE: ~/tutorial_2_sft, ...).
+func ckpt(name string) string {
+	dir := filepath.Join(os.TempDir(), "gomase-labs")
+	if home, err := os.UserHomeDir(); err == nil {
+		dir = filepath.Join(home, "gomase-labs")
+	}
+	if labs.Quick() {
+		dir = filepath.Join(dir, "quick")
+	}
+	must(os.MkdirAll(dir, 0o755))
+	return filepath.Join(dir, name)
+}
+
+// fineTune trains mg for one epoch and shows the loss curve; it returns the accuracy before and after.
+func fineTune(mg *mase.MaseGraph, title string, cfg train.Config) (before, after train.Metrics) {
+	trainData, testData, _, _ := splits()
+	tr, err := train.New(mg, cfg)
+	must(err)
+	before, err = tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
+	must(err)
+	steps := data.NumBatches(trainData.Len(), cfg.BatchSize, false)
+	h, err := tr.Train(finetune.EpochBatches(trainData, batchOpts(true)), steps, &train.NotebookProgress{Title: title})
+	must(err)
+	after, err = tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
+	must(err)
+	svg, err := plot.LineSVG(train.LossChart(title, h))
+	must(err)
+	display.SVG(string(svg))
+	fmt.Printf("%d steps in %.1f s (%.1f samples/s)\n", h.Steps, h.Seconds, float64(h.Examples)/h.Seconds)
+	return before, after
+}
+
+// trainConfig is finetune.FromScratch, logging every 10 steps in quick mode (HF's 500 otherwise).
+func trainConfig() train.Config {
+	cfg := finetune.FromScratch()
+	cfg.Seed = seed
+	if labs.Quick() {
+		cfg.LogEvery = 10
+	}
+	return cfg
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+var _ = strings.Join
+""")
+
+md(r"""
+## 1. The dataset
+
+IMDb: 25,000 training and 25,000 test reviews, half positive, half negative; the lab evaluates on the test split. The loader
+reads the official Stanford distribution (`aclImdb_v1.tar.gz`, or an extracted `aclImdb/`) from the project's data directory.
+Reviews are tokenised with the bert-base-uncased WordPiece vocabulary and truncated to 512 tokens; each batch is padded to
+its longest review (HF's `DataCollatorWithPadding`), rounded up to a multiple of 32 so that the compiled training step is
+built for few distinct shapes.
+""")
+
+code(r"""
+%%
+trainData, testData, trainN, testN := splits()
+fmt.Printf("dataset %s: %d training and %d test examples (quick mode: %v)\n", settings().Dataset, trainN, testN, labs.Quick())
+long := 0
+for i := 0; i < trainData.Len(); i++ {
+	if len(trainData.IDs(i)) > settings().MaxLen {
+		long++
+	}
+}
+fmt.Printf("%d of %d training reviews are longer than %d tokens and get truncated\n", long, trainData.Len(), settings().MaxLen)
+fmt.Printf("steps per epoch at batch 8: %d (the full IMDb: %d)\n", data.NumBatches(trainN, 8, false), data.NumBatches(25000, 8, false))
+_ = testData
+""")
+
+md(r"""
+## 2. The graph with and without `attention_mask` and `labels`
+
+Tracing with `hf_input_names=["input_ids", "attention_mask", "labels"]` adds two placeholders: the attention mask feeds the
+additive mask of every attention layer, and the labels feed a `CrossEntropyLoss` module (`crossentropyloss_0`) applied to the
+logits, so the graph outputs `(loss, logits)`. Traced with `input_ids` only (MASE's default), the model builds its own mask
+from a `ones` node of the input's size, has no loss, and outputs the logits alone. Left: `input_ids` only; right: all three
+inputs (scroll inside each drawing).
+""")
+
+code(r"""
+%%
+draw := func(inputs []string) string {
+	model, err := models.NewBertTiny(seed)
+	must(err)
+	mg, err := mase.NewMaseGraph(model, inputs)
+	must(err)
+	fmt.Printf("%v: %s\n", inputs, mg.Summary())
+	svg, err := mg.SVG()
+	must(err)
+	return string(svg)
+}
+left := draw(nil)
+right := draw([]string{"input_ids", "attention_mask", "labels"})
+display.HTML(`<table><tr><th>input_ids</th><th>input_ids, attention_mask, labels</th></tr><tr>` +
+	`<td style="vertical-align:top"><div style="max-height:700px;overflow:auto">` + left + `</div></td>` +
+	`<td style="vertical-align:top"><div style="max-height:700px;overflow:auto">` + right + `</div></td></tr></table>`)
+""")
+
+md(r"""
+## 3. Trainable parameters
+
+`passes.ReportTrainableParameters` counts, for every module, the trainable and total parameters of its subtree; the first
+row is the whole model. bert-tiny has 4,386,178 parameters. MASE's `report_trainable_parameters_analysis_pass` prints
+`Total Trainable Parameters: 14480258` here because it adds up every row of its table, counting nested modules several
+times; the real count is the first row. The tutorial then freezes `bert.embeddings`: 413,314 parameters remain trainable.
+""")
+
+code(r"""
+%%
+model, err := models.NewBertTiny(seed)
+must(err)
+mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
+must(err)
+rows, info := passes.ReportTrainableParameters(mg)
+for _, r := range rows {
+	if strings.Count(r.Module, ".") <= 1 {
+		fmt.Printf("%-40s %-32s %10d / %d\n", r.Module, r.Type, r.Trainable, r.Total)
+	}
+}
+fmt.Println("trainable:", info["trainable"], "of", info["total"])
+must(train.SetFrozen(mg.Model, []string{"bert.embeddings"}))
+fmt.Println("after freezing bert.embeddings:", train.TrainableParameters(mg.Model))
+""")
+
+md(r"""
+## 4. Baseline and full fine-tuning (SFT)
+
+One epoch of AdamW with a linear schedule, gradient clipping at 1.0 and batches of 8 (HF's Trainer defaults, except the
+learning rate, see above). Every parameter trains here. The loss curve updates live while the cell runs; the final curve
+stays in the report. The trained MaseGraph is exported (parameters as safetensors with HuggingFace names, the graph and its
+metadata as JSON).
+""")
+
+code(r"""
+%%
+model, err := models.NewBertTiny(seed)
+must(err)
+mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
+must(err)
+before, after := fineTune(mg, "SFT: training loss", trainConfig())
+fmt.Printf("accuracy before training: %.4f\n", before.Accuracy)
+fmt.Printf("accuracy after one epoch: %.4f\n", after.Accuracy)
+must(checkpoint.Export(ckpt("tutorial_2_sft"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: seed}))
+fmt.Println("saved", ckpt("tutorial_2_sft"))
+""")
+
+md(r"""
+## 5. LoRA on the fine-tuned model, then fusing
+
+`InsertLoRA` replaces each of the 14 Linear layers by a `LoRALinear`: the original weight and bias, frozen, plus two small
+matrices A (rank × in, random) and B (out × rank, **zero**), so the model's outputs do not change until B trains; the output
+is `x Wᵀ + b + (α/r)·x Aᵀ Bᵀ`. Everything else is frozen too, so only A and B train (29,964 parameters at rank 6).
+
+Where gomase differs from MASE's pass, on purpose (see docs/lab0.md): MASE reads `lora_alpha`/`lora_dropout` and silently
+ignores the tutorial's `alpha`/`dropout` keys; it initialises B randomly (so inserting the adapters changes the outputs), keeps
+the base weights trainable, and drops every bias. gomase honours the keys, zero-initialises B, freezes the base and keeps
+the biases.
+
+`FuseLoRA` folds each adapter back: `W' = W + (α/r)·B·A`, giving plain Linear layers with the same outputs — the accuracy
+before and after fusing is identical.
+""")
+
+code(r"""
+%%
+mg, err := checkpoint.Import(ckpt("tutorial_2_sft"))
+must(err)
+mg, info, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 6, Alpha: 1.0, Dropout: 0.5, Seed: seed})
+must(err)
+fmt.Println("LoRA adapters on", len(info["replaced"].([]string)), "Linear layers")
+_, counts := passes.ReportTrainableParameters(mg)
+fmt.Println("trainable:", counts["trainable"], "of", counts["total"])
+before, after := fineTune(mg, "LoRA: training loss", trainConfig())
+fmt.Printf("accuracy of the SFT model:       %.4f\n", before.Accuracy)
+fmt.Printf("accuracy after one LoRA epoch:   %.4f\n", after.Accuracy)
+
+_, testData, _, _ := splits()
+var probe train.Batch
+for b, err := range finetune.EpochBatches(testData, batchOpts(false))(0) {
+	must(err)
+	probe = b
+	break
+}
+unfusedOut, err := mg.Run(probe)
+must(err)
+mg, _, err = passes.FuseLoRA(mg)
+must(err)
+fusedOut, err := mg.Run(probe)
+must(err)
+a, b := unfusedOut[1].Value().([][]float32), fusedOut[1].Value().([][]float32)
+maxDiff := 0.0
+for i := range a {
+	for j := range a[i] {
+		maxDiff = max(maxDiff, float64(abs32(a[i][j]-b[i][j])))
+	}
+}
+fmt.Printf("largest logit change from fusing (one test batch): %.2g\n", maxDiff)
+tr, err := train.New(mg, trainConfig())
+must(err)
+fused, err := tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
+must(err)
+fmt.Printf("accuracy after fusing:           %.4f (identical: %v)\n", fused.Accuracy, fused.Accuracy == after.Accuracy)
+must(checkpoint.Export(ckpt("tutorial_2_lora"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: seed}))
+fmt.Println("saved", ckpt("tutorial_2_lora"))
+""")
+
+nb = {"cells": [], "metadata": {"kernelspec": {"display_name": "Go (gomase)", "language": "go", "name": "gomase"},
+       "language_info": {"codemirror_mode": "", "file_extension": ".go", "mimetype": "text/x-go", "name": "go",
+                         "nbconvert_exporter": "", "pygments_lexer": "go", "version": "go1.26"}},
+      "nbformat": 4, "nbformat_minor": 5}
+name = sys.argv[1]
+for i, (kind, src) in enumerate(cells):
+    cid = hashlib.sha1(f"{name}-{i}".encode()).hexdigest()[:8]
+    lines = src.split("\n")
+    source = [l + "\n" for l in lines[:-1]] + [lines[-1]]
+    c = {"cell_type": kind, "id": cid, "metadata": {}, "source": source}
+    if kind == "code":
+        c["execution_count"] = None
+        c["outputs"] = []
+    nb["cells"].append(c)
+json.dump(nb, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
