@@ -13,7 +13,16 @@ import (
 // (train-mode forward, cross-entropy, backward, clipping, AdamW) at batch 8
 // × 128 tokens — the step ../shared/bench/torch_peer.py times in PyTorch.
 // It reports samples/s and tokens/s.
-func BenchmarkBertTinyTrainStep(b *testing.B) {
+func BenchmarkBertTinyTrainStep(b *testing.B) { benchTrainStep(b, nil) }
+
+// BenchmarkBertTinyTrainStepFrozenEmbeddings is the same step with
+// bert.embeddings frozen (Tutorial 2's setting): no gradient, clipping or
+// AdamW work on the 3.9M-entry embedding tables.
+func BenchmarkBertTinyTrainStepFrozenEmbeddings(b *testing.B) {
+	benchTrainStep(b, []string{"bert.embeddings"})
+}
+
+func benchTrainStep(b *testing.B, freeze []string) {
 	m, err := models.NewBertTiny(1)
 	if err != nil {
 		b.Fatal(err)
@@ -22,7 +31,9 @@ func BenchmarkBertTinyTrainStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := New(mg, DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Freeze = freeze
+	tr, err := New(mg, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
