@@ -21,7 +21,10 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium)
 
 pkg_installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
+	# Capture first: with pipefail, grep -q exiting early can fail the writer.
+	local status
+	status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+	[[ $status == *"ok installed"* ]]
 }
 
 missing=()
@@ -118,7 +121,9 @@ spec_out=$(cd "$ROOT" && GOFLAGS=-mod=mod go run ./kernel/cmd/kernelspec \
 case $spec_out in
 wrote*)
 	installed+=("kernelspec:gomase")
-	"$JUPYTER" kernelspec list 2>/dev/null | grep -qE '^\s+gomase\s' ||
+	# Capture first: with pipefail, grep -q exiting early can kill the writer (SIGPIPE) and fail the check.
+	kernels=$("$JUPYTER" kernelspec list 2>/dev/null) || kernels=""
+	grep -qE '^\s+gomase\s' <<<"$kernels" ||
 		die "jupyter kernelspec list does not show gomase after writing $DATA_DIR/kernels/gomase"
 	;;
 *) found+=("kernelspec:gomase") ;;
