@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/datadir"
 )
 
 // downloadStall is how long a download may go without receiving a byte
@@ -99,4 +101,37 @@ func isDir(p string) bool {
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// fromCache is the end of every loader's search: the dataset's file in the
+// cache directory (cacheRel), else a download of url into that place,
+// checked by reading it with read before it is kept. tried lists the
+// places already looked in, for the error when nothing is found.
+func fromCache(what, cacheRel, url string, read func(path string) (*Dataset, error), noDownload bool, tried []string) (*Dataset, error) {
+	cache, err := datadir.CacheDir()
+	if err != nil {
+		tried = append(tried, err.Error())
+		return nil, lookedIn(what, tried)
+	}
+	cached := filepath.Join(cache, filepath.FromSlash(cacheRel))
+	if isFile(cached) {
+		return read(cached)
+	}
+	tried = append(tried, cached+" (cache)")
+	if noDownload {
+		tried = append(tried, "download disabled (NoDownload)")
+		return nil, lookedIn(what, tried)
+	}
+	var ds *Dataset
+	err = download(url, cached, func(tmp string) error {
+		var err error
+		ds, err = read(tmp)
+		return err
+	})
+	if err != nil {
+		tried = append(tried, err.Error())
+		return nil, lookedIn(what, tried)
+	}
+	ds.Source = cached
+	return ds, nil
 }

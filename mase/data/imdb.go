@@ -103,32 +103,7 @@ func findIMDb(opts IMDbOptions) (*Dataset, error) {
 			tried = append(tried, p)
 		}
 	}
-	cache, err := datadir.CacheDir()
-	if err != nil {
-		tried = append(tried, err.Error())
-		return nil, lookedIn("IMDb dataset", tried)
-	}
-	cached := filepath.Join(cache, filepath.FromSlash(IMDbCacheFile))
-	if isFile(cached) {
-		return ReadIMDb(cached)
-	}
-	tried = append(tried, cached+" (cache)")
-	if opts.NoDownload {
-		tried = append(tried, "download disabled (NoDownload)")
-		return nil, lookedIn("IMDb dataset", tried)
-	}
-	var ds *Dataset
-	err = download(IMDbURL, cached, func(tmp string) error {
-		var err error
-		ds, err = ReadIMDb(tmp)
-		return err
-	})
-	if err != nil {
-		tried = append(tried, err.Error())
-		return nil, lookedIn("IMDb dataset", tried)
-	}
-	ds.Source = cached
-	return ds, nil
+	return fromCache("IMDb dataset", IMDbCacheFile, IMDbURL, ReadIMDb, opts.NoDownload, tried)
 }
 
 func readIMDbFrom(p, from string) (*Dataset, error) {

@@ -104,32 +104,7 @@ func findSST2(opts SST2Options) (*Dataset, error) {
 		}
 		tried = append(tried, filepath.Join(p, "train.tsv"))
 	}
-	cache, err := datadir.CacheDir()
-	if err != nil {
-		tried = append(tried, err.Error())
-		return nil, lookedIn("SST-2 dataset", tried)
-	}
-	cached := filepath.Join(cache, filepath.FromSlash(SST2CacheFile))
-	if isFile(cached) {
-		return ReadSST2(cached)
-	}
-	tried = append(tried, cached+" (cache)")
-	if opts.NoDownload {
-		tried = append(tried, "download disabled (NoDownload)")
-		return nil, lookedIn("SST-2 dataset", tried)
-	}
-	var ds *Dataset
-	err = download(SST2URL, cached, func(tmp string) error {
-		var err error
-		ds, err = ReadSST2(tmp)
-		return err
-	})
-	if err != nil {
-		tried = append(tried, err.Error())
-		return nil, lookedIn("SST-2 dataset", tried)
-	}
-	ds.Source = cached
-	return ds, nil
+	return fromCache("SST-2 dataset", SST2CacheFile, SST2URL, ReadSST2, opts.NoDownload, tried)
 }
 
 // ReadSST2 reads SST-2 from p: a folder in this project's layout
