@@ -1,7 +1,4 @@
-import json, sys, hashlib
-cells = []
-def md(s): cells.append(("markdown", s.strip("\n")))
-def code(s): cells.append(("code", s.strip("\n")))
+from nbgen import code, md, write
 
 md("""
 # Lab 0 · Tutorial 1 — MaseGraph, metadata passes, dropout analysis and transform
@@ -280,18 +277,4 @@ fmt.Println("same logits:", fmt.Sprint(a[0]) == fmt.Sprint(b[0]))
 fmt.Println("metadata kept:", back.Graph.Node("bert_encoder_layer_0_intermediate_dense").Meta.Common.MaseOp)
 """)
 
-nb = {"cells": [], "metadata": {"kernelspec": {"display_name": "Go (gomase)", "language": "go", "name": "gomase"},
-       "language_info": {"codemirror_mode": "", "file_extension": ".go", "mimetype": "text/x-go", "name": "go",
-                         "nbconvert_exporter": "", "pygments_lexer": "go", "version": "go1.26"}},
-      "nbformat": 4, "nbformat_minor": 5}
-name = sys.argv[1]
-for i, (kind, src) in enumerate(cells):
-    cid = hashlib.sha1(f"{name}-{i}".encode()).hexdigest()[:8]
-    lines = src.split("\n")
-    source = [l + "\n" for l in lines[:-1]] + [lines[-1]]
-    c = {"cell_type": kind, "id": cid, "metadata": {}, "source": source}
-    if kind == "code":
-        c["execution_count"] = None
-        c["outputs"] = []
-    nb["cells"].append(c)
-json.dump(nb, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
+write()

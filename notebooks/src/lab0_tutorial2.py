@@ -1,7 +1,4 @@
-import json, sys, hashlib
-cells = []
-def md(s): cells.append(("markdown", s.strip("\n")))
-def code(s): cells.append(("code", s.strip("\n")))
+from nbgen import code, md, write
 
 md(r"""
 # Lab 0 · Tutorial 2 — fine-tuning bert-tiny on IMDb: full SFT, then LoRA
@@ -296,18 +293,4 @@ must(checkpoint.Export(ckpt("tutorial_2_lora"), mg, checkpoint.Spec{Model: "bert
 fmt.Println("saved", ckpt("tutorial_2_lora"))
 """)
 
-nb = {"cells": [], "metadata": {"kernelspec": {"display_name": "Go (gomase)", "language": "go", "name": "gomase"},
-       "language_info": {"codemirror_mode": "", "file_extension": ".go", "mimetype": "text/x-go", "name": "go",
-                         "nbconvert_exporter": "", "pygments_lexer": "go", "version": "go1.26"}},
-      "nbformat": 4, "nbformat_minor": 5}
-name = sys.argv[1]
-for i, (kind, src) in enumerate(cells):
-    cid = hashlib.sha1(f"{name}-{i}".encode()).hexdigest()[:8]
-    lines = src.split("\n")
-    source = [l + "\n" for l in lines[:-1]] + [lines[-1]]
-    c = {"cell_type": kind, "id": cid, "metadata": {}, "source": source}
-    if kind == "code":
-        c["execution_count"] = None
-        c["outputs"] = []
-    nb["cells"].append(c)
-json.dump(nb, open(sys.argv[2], "w"), indent=1, ensure_ascii=False)
+write()
