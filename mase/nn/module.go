@@ -221,7 +221,7 @@ type ChildSetter interface {
 // and initialising the rest from seed. Graph nodes that call the path now
 // call mod.
 func (m *Model) ReplaceModule(path string, mod Module, values map[string]*tensors.Tensor, seed uint64) error {
-	old, ok := m.byPath[path]
+	_, ok := m.byPath[path]
 	if !ok || path == "" {
 		return fmt.Errorf("replace module: the model has no module %q", path)
 	}
@@ -268,7 +268,6 @@ func (m *Model) ReplaceModule(path string, mod Module, values map[string]*tensor
 		}
 		kept = append(kept, nm)
 	}
-	_ = old
 	tail := append([]NamedModule(nil), kept[at:]...)
 	m.modules = kept[:at]
 	if err := m.register(path, mod, newRNG(seed)); err != nil {
