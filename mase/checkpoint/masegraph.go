@@ -47,8 +47,14 @@ type graphDoc struct {
 	Parameters paramsDoc   `json:"parameters"`
 	InputNames []string    `json:"input_names"`
 	Modules    []moduleDoc `json:"modules"`
-	Nodes      []nodeDoc   `json:"nodes"`
-	Meta       graphMeta   `json:"meta"`
+	// Replaced are the leaf modules that differ from the registry model's
+	// (LoRALinear, quantized Linears, ...), re-applied on import.
+	Replaced []replacedDoc `json:"replaced,omitempty"`
+	// Frozen are the parameters a pass or the user froze (their GoMLX
+	// variables are not trainable), so training resumes as it was set up.
+	Frozen []string  `json:"frozen_parameters,omitempty"`
+	Nodes  []nodeDoc `json:"nodes"`
+	Meta   graphMeta `json:"meta"`
 }
 
 type modelDoc struct {
@@ -70,6 +76,15 @@ type moduleDoc struct {
 	Type   string     `json:"type"`
 	Extra  string     `json:"extra_repr,omitempty"`
 	Params []paramDoc `json:"params,omitempty"`
+}
+
+// replacedDoc is a leaf module put in place of the registry model's module
+// at Path (or added there when the registry has none).
+type replacedDoc struct {
+	Path   string          `json:"path"`
+	Kind   string          `json:"kind"`
+	Config json.RawMessage `json:"config"`
+	Added  bool            `json:"added,omitempty"`
 }
 
 type paramDoc struct {
@@ -154,7 +169,7 @@ func Export(base string, mg *mase.MaseGraph, spec Spec) error {
 	if err := mg.Graph.Lint(); err != nil {
 		return wrap(err)
 	}
-	name, err := identify(mg, spec)
+	name, replaced, err := identify(mg, spec)
 	if err != nil {
 		return wrap(err)
 	}
@@ -173,6 +188,8 @@ func Export(base string, mg *mase.MaseGraph, spec Spec) error {
 		Parameters: paramsDoc{File: filepath.Base(stPath), Bytes: len(stData), SHA256: hex.EncodeToString(sum[:]), Count: len(st.Tensors)},
 		InputNames: mg.InputNames,
 		Modules:    moduleTree(mg.Model),
+		Replaced:   replaced,
+		Frozen:     frozenParameters(mg.Model),
 	}
 	inGraph := func(n *ir.Node) error {
 		if n.Graph() != mg.Graph {
@@ -247,6 +264,16 @@ func layout(doc *graphDoc) ([]byte, error) {
 	}
 	if err := list("modules", len(doc.Modules), func(i int) any { return doc.Modules[i] }); err != nil {
 		return nil, err
+	}
+	if len(doc.Replaced) > 0 {
+		if err := list("replaced", len(doc.Replaced), func(i int) any { return doc.Replaced[i] }); err != nil {
+			return nil, err
+		}
+	}
+	if len(doc.Frozen) > 0 {
+		if err := field("frozen_parameters", doc.Frozen, false); err != nil {
+			return nil, err
+		}
 	}
 	if err := list("nodes", len(doc.Nodes), func(i int) any { return doc.Nodes[i] }); err != nil {
 		return nil, err
@@ -349,41 +376,61 @@ func storableValues(am *ir.ArgMap) map[string]json.RawMessage {
 func moduleTree(m *nn.Model) []moduleDoc {
 	var out []moduleDoc
 	for _, nm := range m.Modules() {
-		md := moduleDoc{Path: nm.Path, Type: nm.Module.TypeName(), Extra: nm.Module.ExtraRepr()}
-		for _, p := range nm.Module.Params() {
-			md.Params = append(md.Params, paramDoc{Name: p.Name, Shape: slices.Clone(p.Shape)})
-		}
-		out = append(out, md)
+		out = append(out, moduleTree1(nm))
 	}
 	return out
+}
+
+// moduleTree1 describes one module for the graph file.
+func moduleTree1(nm nn.NamedModule) moduleDoc {
+	md := moduleDoc{Path: nm.Path, Type: nm.Module.TypeName(), Extra: nm.Module.ExtraRepr()}
+	for _, p := range nm.Module.Params() {
+		md.Params = append(md.Params, paramDoc{Name: p.Name, Shape: slices.Clone(p.Shape)})
+	}
+	return md
+}
+
+// describeModule is a module's type, configuration and parameter shapes.
+func describeModule(m moduleDoc) string {
+	s := fmt.Sprintf("%s(%s)", m.Type, m.Extra)
+	for _, p := range m.Params {
+		s += fmt.Sprintf(" %s%v", p.Name, p.Shape)
+	}
+	return s
 }
 
 // treeDiff describes the first difference between two module trees, or
 // returns "" when they are the same.
 func treeDiff(want, got []moduleDoc) string {
-	describe := func(m moduleDoc) string {
-		s := fmt.Sprintf("%s(%s)", m.Type, m.Extra)
-		for _, p := range m.Params {
-			s += fmt.Sprintf(" %s%v", p.Name, p.Shape)
-		}
-		return s
-	}
 	path := func(p string) string {
 		if p == "" {
 			return "the root"
 		}
 		return p
 	}
-	for i := 0; i < max(len(want), len(got)); i++ {
-		switch {
-		case i >= len(got):
-			return fmt.Sprintf("module %s (%s) is missing", path(want[i].Path), want[i].Type)
-		case i >= len(want):
-			return fmt.Sprintf("module %s (%s) is extra", path(got[i].Path), got[i].Type)
-		case want[i].Path != got[i].Path:
+	in := func(tree []moduleDoc) map[string]bool {
+		set := map[string]bool{}
+		for _, m := range tree {
+			set[m.Path] = true
+		}
+		return set
+	}
+	wantSet, gotSet := in(want), in(got)
+	for _, m := range want {
+		if !gotSet[m.Path] {
+			return fmt.Sprintf("module %s (%s) is missing", path(m.Path), m.Type)
+		}
+	}
+	for _, m := range got {
+		if !wantSet[m.Path] {
+			return fmt.Sprintf("module %s (%s) is extra", path(m.Path), m.Type)
+		}
+	}
+	for i := range want {
+		if want[i].Path != got[i].Path {
 			return fmt.Sprintf("module %s is where %s was expected", path(got[i].Path), path(want[i].Path))
 		}
-		if a, b := describe(want[i]), describe(got[i]); a != b {
+		if a, b := describeModule(want[i]), describeModule(got[i]); a != b {
 			return fmt.Sprintf("module %s is %s, expected %s", path(want[i].Path), b, a)
 		}
 	}
@@ -404,37 +451,96 @@ func registryTree(name string, seed uint64, inputNames []string) (*nn.Model, []m
 	return m, moduleTree(m), nil
 }
 
-// identify returns the registry name of mg's model, checking that
-// models.New builds the same module tree.
-func identify(mg *mase.MaseGraph, spec Spec) (string, error) {
-	tree := moduleTree(mg.Model)
+// identify returns the registry name of mg's model and the leaf modules
+// that must be re-applied to what models.New builds to get mg's module
+// tree; it fails when no registry model leads to the same tree.
+func identify(mg *mase.MaseGraph, spec Spec) (string, []replacedDoc, error) {
 	if spec.Model != "" {
-		_, got, err := registryTree(spec.Model, spec.Seed, mg.InputNames)
+		replaced, err := replacementsFor(mg, spec.Model, spec.Seed)
 		if err != nil {
-			return "", err
+			return "", nil, fmt.Errorf("Import would rebuild models.New(%q), whose module tree differs from the graph's: %w", spec.Model, err)
 		}
-		if d := treeDiff(tree, got); d != "" {
-			return "", fmt.Errorf("Import would rebuild models.New(%q), whose module tree differs from the graph's: %s "+
-				"(only module trees as the registry builds them can be exported)", spec.Model, d)
-		}
-		return spec.Model, nil
+		return spec.Model, replaced, nil
 	}
 	var reasons []string
 	for _, name := range models.Names() {
-		_, got, err := registryTree(name, spec.Seed, mg.InputNames)
+		replaced, err := replacementsFor(mg, name, spec.Seed)
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		if d := treeDiff(tree, got); d != "" {
-			reasons = append(reasons, fmt.Sprintf("%s: %s", name, d))
-			continue
-		}
-		return name, nil
+		return name, replaced, nil
 	}
-	return "", fmt.Errorf("cannot identify the model (root %s) among the registry models; pass Spec{Model: ...} with one of %s "+
-		"(Import rebuilds the module tree with models.New). Differences: %s",
+	return "", nil, fmt.Errorf("cannot identify the model (root %s) among the registry models; pass Spec{Model: ...} with one of %s "+
+		"(Import rebuilds the module tree with models.New, then re-applies replaced leaf modules). Differences: %s",
 		mg.Model.Root.TypeName(), strings.Join(models.Names(), ", "), strings.Join(reasons, "; "))
+}
+
+// replacementsFor lists the leaf modules of mg that differ from registry
+// model name's, and checks that re-applying them rebuilds mg's tree.
+func replacementsFor(mg *mase.MaseGraph, name string, seed uint64) ([]replacedDoc, error) {
+	m, tree, err := registryTree(name, seed, mg.InputNames)
+	if err != nil {
+		return nil, err
+	}
+	if mg.Model.Root.TypeName() != m.Root.TypeName() {
+		return nil, fmt.Errorf("the root is %s, the registry model's is %s", mg.Model.Root.TypeName(), m.Root.TypeName())
+	}
+	registry := map[string]moduleDoc{}
+	for _, md := range tree {
+		registry[md.Path] = md
+	}
+	var replaced []replacedDoc
+	for _, nm := range mg.Model.Modules() {
+		md := moduleTree1(nm)
+		if r, ok := registry[nm.Path]; (ok && describeModule(r) == describeModule(md)) || len(nm.Module.Children()) > 0 {
+			continue // the same, or a container (compared below)
+		}
+		kind, config, err := nn.EncodeModule(nm.Module)
+		if err != nil {
+			return nil, fmt.Errorf("module %s (%s) differs from the registry model's and %w", nm.Path, nm.Module.TypeName(), err)
+		}
+		_, exists := registry[nm.Path]
+		replaced = append(replaced, replacedDoc{Path: nm.Path, Kind: kind, Config: config, Added: !exists})
+	}
+	if err := applyReplacements(m, replaced); err != nil {
+		return nil, err
+	}
+	if d := treeDiff(moduleTree(m), moduleTree(mg.Model)); d != "" {
+		return nil, fmt.Errorf("%s (only leaf modules can differ from the registry model)", d)
+	}
+	return replaced, nil
+}
+
+// applyReplacements puts each replaced module into m.
+func applyReplacements(m *nn.Model, replaced []replacedDoc) error {
+	for _, r := range replaced {
+		mod, err := nn.DecodeModule(r.Kind, r.Config)
+		if err != nil {
+			return fmt.Errorf("replaced module %s: %w", r.Path, err)
+		}
+		if r.Added {
+			err = m.AddModule(r.Path, mod, 0)
+		} else {
+			err = m.ReplaceModule(r.Path, mod, nil, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("replaced module %s: %w", r.Path, err)
+		}
+	}
+	return nil
+}
+
+// frozenParameters lists the parameters whose variables were made
+// untrainable (beyond those their module declares Frozen).
+func frozenParameters(m *nn.Model) []string {
+	var out []string
+	for _, p := range m.Parameters() {
+		if !p.Variable.Trainable && !p.Frozen {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // Import reads a checkpoint written by Export, MASE's
@@ -521,15 +627,25 @@ func lineCol(raw []byte, offset int64) (int, int) {
 
 // rebuild makes the model and graph of a decoded checkpoint.
 func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
-	m, tree, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames)
+	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames)
 	if err != nil {
 		return nil, err
 	}
-	if d := treeDiff(doc.Modules, tree); d != "" {
-		return nil, fmt.Errorf("models.New(%q) no longer builds the exported module tree: %s", doc.Model.Name, d)
+	if err := applyReplacements(m, doc.Replaced); err != nil {
+		return nil, err
+	}
+	if d := treeDiff(doc.Modules, moduleTree(m)); d != "" {
+		return nil, fmt.Errorf("models.New(%q) with the replaced modules no longer builds the exported module tree: %s", doc.Model.Name, d)
 	}
 	if _, err := LoadState(f, m, LoadOptions{NoAutoPrefix: true}); err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	for _, name := range doc.Frozen {
+		v := m.Store.GetVariable(nn.StorePath(name))
+		if v == nil {
+			return nil, fmt.Errorf("frozen_parameters: the model has no parameter %q", name)
+		}
+		v.SetTrainable(false)
 	}
 	g := ir.New()
 	lookup := func(name string) (*ir.Node, error) {

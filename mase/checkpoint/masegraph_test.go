@@ -265,24 +265,46 @@ func TestImportRejectsBadFiles(t *testing.T) {
 }
 
 func TestExportNeedsARegistryModel(t *testing.T) {
+	// A different classifier is a replaced leaf: it exports and comes back.
 	cfg := models.BertTinyConfig()
 	cfg.NumLabels = 3
 	m, err := models.NewBertForSequenceClassification(cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	three, err := mase.NewMaseGraph(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Export(filepath.Join(dir, "three"), three, Spec{}); err != nil {
+		t.Fatalf("3-label classifier: %v", err)
+	}
+	back, err := Import(filepath.Join(dir, "three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, three, back, dummyIn())
+
+	// One encoder layer is a structural difference no leaf replacement
+	// makes up for.
+	cfg = models.BertTinyConfig()
+	cfg.NumHiddenLayers = 1
+	if m, err = models.NewBertForSequenceClassification(cfg, 1); err != nil {
+		t.Fatal(err)
+	}
 	mg, err := mase.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(t.TempDir(), "three")
+	base := filepath.Join(dir, "one-layer")
 	err = Export(base, mg, Spec{})
 	if err == nil || !strings.Contains(err.Error(), "cannot identify the model (root BertForSequenceClassification)") ||
-		!strings.Contains(err.Error(), "Spec{Model: ...}") || !strings.Contains(err.Error(), "bert-tiny: module classifier") {
+		!strings.Contains(err.Error(), "Spec{Model: ...}") || !strings.Contains(err.Error(), "bert-tiny: module bert.encoder.layer.1") {
 		t.Errorf("unidentifiable model: %v", err)
 	}
 	err = Export(base, mg, Spec{Model: "bert-tiny"})
-	if err == nil || !strings.Contains(err.Error(), "module classifier is Linear(in_features=128, out_features=2") {
+	if err == nil || !strings.Contains(err.Error(), "module bert.encoder.layer.1 (BertLayer) is missing") {
 		t.Errorf("wrong model named: %v", err)
 	}
 	if err = Export(base, mg, Spec{Model: "gpt"}); err == nil || !strings.Contains(err.Error(), "allowed: bert-tiny, mlp") {
@@ -398,4 +420,68 @@ func TestExportImportTransformedGraph(t *testing.T) {
 		t.Errorf("imported graph has %v dropout nodes", n["dropout_count"])
 	}
 	sameOutputs(t, mg, got, dummyIn())
+}
+
+func TestExportImportWithLoRA(t *testing.T) {
+	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, _, err = passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 4, Alpha: 8, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// Move B off zero so the adapters change the logits.
+	for _, p := range mg.Model.Parameters() {
+		if strings.HasSuffix(p.Name, "lora_b.weight") {
+			vals, shape, err := mg.Model.ParamValues(p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range vals {
+				vals[i] = 0.01 * float32(i%7-3)
+			}
+			if err := p.Variable.SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	base := filepath.Join(t.TempDir(), "lora")
+	if err := Export(base, mg, Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Import(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Model.String(); got != mg.Model.String() {
+		t.Errorf("module tree after import:\n%s\nwant\n%s", got, mg.Model.String())
+	}
+	sameOutputs(t, mg, back, dummyIn())
+	trainable := func(g *mase.MaseGraph) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range g.Model.Parameters() {
+			out[p.Name] = p.Variable.Trainable
+		}
+		return out
+	}
+	if a, b := trainable(mg), trainable(back); !reflect.DeepEqual(a, b) {
+		t.Errorf("trainable flags changed on import:\n%v\nwant\n%v", b, a)
+	}
+	if !trainable(back)["bert.encoder.layer.0.attention.self.query.lora_a.weight"] || trainable(back)["bert.embeddings.word_embeddings.weight"] {
+		t.Error("after import, adapters must train and the embeddings stay frozen")
+	}
+
+	// A corrupted replaced-module configuration is a clear error.
+	_, jsonPath, _ := Paths(base)
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(raw, []byte(`"kind":"LoRALinear"`), []byte(`"kind":"LoRALinearX"`), 1)
+	if err := os.WriteFile(jsonPath, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Import(base); err == nil || !strings.Contains(err.Error(), `unknown module kind "LoRALinearX" (allowed: `) {
+		t.Errorf("bad kind: %v", err)
+	}
 }

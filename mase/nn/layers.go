@@ -72,8 +72,9 @@ type Linear struct {
 	noChildren
 	InFeatures, OutFeatures int
 	Bias                    bool
-	// WeightInit and BiasInit default to PyTorch's U(±1/sqrt(in)).
-	WeightInit, BiasInit Init
+	// WeightInit and BiasInit default to PyTorch's U(±1/sqrt(in)). They
+	// are not part of a module's serialised configuration.
+	WeightInit, BiasInit Init `json:"-"`
 }
 
 // NewLinear returns a Linear with PyTorch's default initialisation.
@@ -142,7 +143,7 @@ type Embedding struct {
 	NumEmbeddings, EmbeddingDim int
 	// PaddingIdx, when ≥ 0, is the row kept at zero at initialisation.
 	PaddingIdx int
-	Init       Init
+	Init       Init `json:"-"` // not part of the serialised configuration
 }
 
 // NewEmbedding returns an Embedding with N(0,1) init (PyTorch's default)
