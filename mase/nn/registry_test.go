@@ -33,7 +33,7 @@ func TestModuleKindErrors(t *testing.T) {
 	if _, err := DecodeModule("Conv9d", nil); err == nil || !strings.Contains(err.Error(), `unknown module kind "Conv9d" (allowed: `) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, err := DecodeModule("Linear", []byte(`{"InFeatures":2,"Rank":3}`)); err == nil || !strings.Contains(err.Error(), `unknown field "Outfeatures"`) {
+	if _, err := DecodeModule("Linear", []byte(`{"InFeatures":2,"Rank":3}`)); err == nil || !strings.Contains(err.Error(), `unknown field "Rank"`) {
 		t.Errorf("unknown field: %v", err)
 	}
 }
