@@ -1,0 +1,60 @@
+package labsetup
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestQuickAndFullSettings(t *testing.T) {
+	t.Setenv("GOMASE_QUICK", "1")
+	if o := Options(); o.Dataset != "sst2" || o.Limit != 2000 || o.MaxLen != 64 {
+		t.Errorf("quick options %+v", o)
+	}
+	if c := TrainConfig(); c.LogEvery != 10 || c.LearningRate != 1e-3 {
+		t.Errorf("quick config %+v", c)
+	}
+	t.Setenv("GOMASE_QUICK", "")
+	if o := Options(); o.Dataset != "imdb" || o.Limit != 0 || o.MaxLen != 512 {
+		t.Errorf("full options %+v", o)
+	}
+	if b := Batch(Options()); b.BatchSize != 8 || b.MaxLength != 512 || b.PadToMultipleOf != 32 {
+		t.Errorf("batch %+v", b)
+	}
+}
+
+func TestCheckpointPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GOMASE_LABS_DIR", dir)
+	t.Setenv("GOMASE_QUICK", "yes")
+	base, err := Checkpoint("tutorial_3_qat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "quick", "tutorial_3_qat"); base != want {
+		t.Errorf("checkpoint %s, want %s", base, want)
+	}
+	if Exists(base) {
+		t.Error("Exists before any file")
+	}
+	for _, ext := range []string{".json", ".safetensors"} {
+		if err := os.WriteFile(base+ext, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !Exists(base) {
+		t.Error("Exists with both files")
+	}
+	// A lab started after Tutorial 2 picks up its checkpoint.
+	lora, _ := Checkpoint("tutorial_2_lora")
+	for _, ext := range []string{".json", ".safetensors"} {
+		if err := os.WriteFile(lora+ext, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, origin, err := TrainedStart(nil)
+	if err != nil || got != lora || !strings.Contains(origin, "tutorial_2_lora") {
+		t.Errorf("TrainedStart = %s, %q, %v", got, origin, err)
+	}
+}
