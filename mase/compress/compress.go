@@ -1,0 +1,82 @@
+// Package compress runs Lab 1's experiments on a trained MaseGraph:
+// post-training quantization (PTQ), quantization-aware training (QAT),
+// pruning with fine-tuning, and the sweeps of Tasks 1 and 2, every point
+// starting from the same checkpoint. The notebooks and `mase compress`
+// use it.
+package compress
+
+import (
+	"fmt"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/train"
+)
+
+// Session is what every experiment of a sweep shares.
+type Session struct {
+	// Checkpoint is the base path of the trained MaseGraph every
+	// experiment starts from (checkpoint.Import), e.g. Tutorial 2's
+	// ~/tutorial_2_lora; its graph must output (loss, logits).
+	Checkpoint string
+	// Train and Test are the pretokenised splits.
+	Train, Test *data.Pretokenized
+	// Batch sets batch size, truncation, padding and the shuffling seed.
+	Batch data.BatchOptions
+	// Config is the optimiser setting of QAT and of fine-tuning after
+	// pruning (Epochs included).
+	Config train.Config
+	// Progress, when set, gives the progress reporter of each training
+	// run (titled by the experiment).
+	Progress func(title string) train.Progress
+}
+
+// Load imports a fresh copy of the checkpoint.
+func (s *Session) Load() (*mase.MaseGraph, error) {
+	if s.Checkpoint == "" {
+		return nil, fmt.Errorf("compress: Session.Checkpoint is empty (the trained MaseGraph every experiment starts from)")
+	}
+	return checkpoint.Import(s.Checkpoint)
+}
+
+// evalBatches are the test batches: no shuffle, bucketed by length.
+func (s *Session) evalBatches() train.Batches {
+	o := s.Batch
+	o.Shuffle, o.BucketByLength = false, true
+	return finetune.EpochBatches(s.Test, o)(0)
+}
+
+// Evaluate returns the test metrics of mg in eval mode.
+func (s *Session) Evaluate(mg *mase.MaseGraph) (train.Metrics, error) {
+	if s.Test == nil {
+		return train.Metrics{}, fmt.Errorf("compress: Session.Test is nil")
+	}
+	c, err := execute.Compile(mg.Model, mg.Graph, execute.Mode{})
+	if err != nil {
+		return train.Metrics{}, err
+	}
+	return train.Evaluate(c, s.evalBatches())
+}
+
+// FineTune trains mg for Config.Epochs over the training split and
+// returns the history.
+func (s *Session) FineTune(mg *mase.MaseGraph, title string) (*train.History, error) {
+	if s.Train == nil {
+		return nil, fmt.Errorf("compress: Session.Train is nil")
+	}
+	tr, err := train.New(mg, s.Config)
+	if err != nil {
+		return nil, err
+	}
+	o := s.Batch
+	o.Shuffle = true
+	steps := data.NumBatches(s.Train.Len(), o.BatchSize, o.DropLast)
+	var progress train.Progress
+	if s.Progress != nil {
+		progress = s.Progress(title)
+	}
+	return tr.Train(finetune.EpochBatches(s.Train, o), steps, progress)
+}

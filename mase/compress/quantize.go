@@ -1,0 +1,93 @@
+package compress
+
+import (
+	"fmt"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/plot"
+)
+
+// IntegerLinearConfig is Tutorial 3's config: every Linear as
+// LinearInteger with the same width and fractional width for data, weight
+// and bias, everything else left in float.
+func IntegerLinearConfig(width, fracWidth int) passes.QuantizeArgs {
+	return passes.QuantizeByType("linear", map[string]any{"name": "integer",
+		"data_in_width": float64(width), "data_in_frac_width": float64(fracWidth),
+		"weight_width": float64(width), "weight_frac_width": float64(fracWidth),
+		"bias_width": float64(width), "bias_frac_width": float64(fracWidth)})
+}
+
+// PTQ loads the checkpoint, quantizes it with args and evaluates it.
+func (s *Session) PTQ(args passes.QuantizeArgs) (*mase.MaseGraph, float64, error) {
+	mg, err := s.Load()
+	if err != nil {
+		return nil, 0, err
+	}
+	if mg, _, err = passes.QuantizeTransform(mg, args); err != nil {
+		return nil, 0, err
+	}
+	m, err := s.Evaluate(mg)
+	if err != nil {
+		return nil, 0, err
+	}
+	return mg, m.Accuracy, nil
+}
+
+// QAT continues training a quantized graph (straight-through gradients)
+// and evaluates it again.
+func (s *Session) QAT(mg *mase.MaseGraph, title string) (float64, error) {
+	if _, err := s.FineTune(mg, title); err != nil {
+		return 0, err
+	}
+	m, err := s.Evaluate(mg)
+	return m.Accuracy, err
+}
+
+// WidthPoint is one width of Lab 1 Task 1's sweep.
+type WidthPoint struct {
+	Width     int     `json:"width"`
+	FracWidth int     `json:"frac_width"`
+	PTQ       float64 `json:"ptq_accuracy"`
+	QAT       float64 `json:"qat_accuracy"`
+}
+
+// WidthSweep runs PTQ then QAT at every width with frac = width/2 (the
+// seeds' choice), each from a fresh copy of the checkpoint. each, when
+// set, sees every point as it is done.
+func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint, error) {
+	var out []WidthPoint
+	for _, w := range widths {
+		if w < 2 || w > 32 {
+			return nil, fmt.Errorf("width sweep: width %d out of range (allowed: 2..32)", w)
+		}
+		p := WidthPoint{Width: w, FracWidth: w / 2}
+		mg, acc, err := s.PTQ(IntegerLinearConfig(p.Width, p.FracWidth))
+		if err != nil {
+			return nil, fmt.Errorf("width %d PTQ: %w", w, err)
+		}
+		p.PTQ = acc
+		if p.QAT, err = s.QAT(mg, fmt.Sprintf("QAT, width %d", w)); err != nil {
+			return nil, fmt.Errorf("width %d QAT: %w", w, err)
+		}
+		out = append(out, p)
+		if each != nil {
+			each(p)
+		}
+	}
+	return out, nil
+}
+
+// WidthChart plots PTQ and QAT accuracy against the width, with the float
+// baseline as a flat line.
+func WidthChart(points []WidthPoint, baseline float64) plot.Chart {
+	ptq, qat, base := plot.Series{Name: "PTQ"}, plot.Series{Name: "QAT"}, plot.Series{Name: "float32 baseline"}
+	for _, p := range points {
+		x := float64(p.Width)
+		ptq.X, ptq.Y = append(ptq.X, x), append(ptq.Y, p.PTQ)
+		qat.X, qat.Y = append(qat.X, x), append(qat.Y, p.QAT)
+		base.X, base.Y = append(base.X, x), append(base.Y, baseline)
+	}
+	return plot.Chart{Title: "Fixed-point width sweep (frac = width/2)", XLabel: "width (bits)", YLabel: "test accuracy",
+		Series: []plot.Series{ptq, qat, base}}
+}
