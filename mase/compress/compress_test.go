@@ -1,0 +1,101 @@
+package compress
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/tokenizer"
+	"github.com/gomase/gomase/mase/train"
+)
+
+// smallSession is a session on 64 SST-2 sentences with an untrained
+// bert-tiny checkpoint: enough to exercise every step quickly.
+func smallSession(t *testing.T) *Session {
+	t.Helper()
+	m, err := models.NewBertTiny(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "start")
+	if err := checkpoint.Export(base, mg, checkpoint.Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	o := finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, Seed: 1}
+	tr, te, err := finetune.LoadSplits(o)
+	if err != nil {
+		t.Skipf("SST-2 not available: %v", err)
+	}
+	tok, err := tokenizer.BertBaseUncased()
+	if err != nil {
+		t.Skipf("tokenizer not available: %v", err)
+	}
+	cfg := finetune.FromScratch()
+	return &Session{Checkpoint: base, Train: data.Pretokenize(tr.Examples, tok), Test: data.Pretokenize(te.Examples, tok),
+		Batch: data.BatchOptions{BatchSize: 8, MaxLength: 32, PadToMultipleOf: 32, Seed: 1}, Config: cfg}
+}
+
+func TestWidthSweepStartsEachPointFresh(t *testing.T) {
+	s := smallSession(t)
+	before, err := os.ReadFile(s.Checkpoint + ".safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := s.Evaluate(mg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []WidthPoint
+	points, err := s.WidthSweep([]int{4, 32}, func(p WidthPoint) { seen = append(seen, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 2 || len(seen) != 2 || points[0].Width != 4 || points[0].FracWidth != 2 || points[1].FracWidth != 16 {
+		t.Fatalf("points %+v", points)
+	}
+	// Q(32, 16) is far finer than the logit differences: at most one of 64 predictions may flip.
+	if d := points[1].PTQ - base.Accuracy; d > 1.0/64+1e-9 || d < -1.0/64-1e-9 {
+		t.Errorf("PTQ at 32 bits %.4f, float %.4f", points[1].PTQ, base.Accuracy)
+	}
+	for _, p := range points {
+		for _, a := range []float64{p.PTQ, p.QAT} {
+			if a < 0 || a > 1 {
+				t.Errorf("accuracy %v out of [0,1]", a)
+			}
+		}
+	}
+	after, _ := os.ReadFile(s.Checkpoint + ".safetensors")
+	if string(after) != string(before) {
+		t.Error("the sweep changed the starting checkpoint")
+	}
+	if c := WidthChart(points, base.Accuracy); len(c.Series) != 3 || len(c.Series[0].X) != 2 {
+		t.Errorf("chart %+v", c)
+	}
+}
+
+func TestSessionErrors(t *testing.T) {
+	var s Session
+	if _, err := s.Load(); err == nil {
+		t.Error("Load without a checkpoint")
+	}
+	if _, err := (&Session{}).FineTune(nil, "x"); err == nil {
+		t.Error("FineTune without data")
+	}
+	if _, err := (&Session{Checkpoint: "x", Train: &data.Pretokenized{}}).WidthSweep([]int{40}, nil); err == nil {
+		t.Error("width 40 accepted")
+	}
+	_ = train.Metrics{}
+}
