@@ -2,7 +2,8 @@
 //
 // Build lowers every node of an ir.Graph, in order, to GoMLX graph
 // operations: call_module nodes call the leaf module's Forward with its
-// parameters from the model's store; call_function and call_method nodes
+// parameters from the model's store (through the model's parametrizations,
+// after its forward pre-hooks); call_function and call_method nodes
 // use the operator table of this package. Compiled (see Compiled) turns the
 // whole MaseGraph into one GoMLX computation, JIT-compiled once per input
 // shape.
@@ -86,14 +87,16 @@ func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals
 		if !ok {
 			return nil, fmt.Errorf("module %q (%s) is not a leaf module", n.Target, mod.TypeName())
 		}
-		call := &nn.Call{Graph: g, Scope: scopeAt(scope, n.Target), Path: n.Target, Training: mode.Training}
+		call := &nn.Call{Graph: g, Scope: scopeAt(scope, n.Target), Path: n.Target, Training: mode.Training, Model: m}
 		if mode.Training {
 			store := scope.Store()
 			call.Random = func(dims ...int) *graph.Node {
 				return store.RandomUniform(g, shapes.Make(dtypes.Float32, dims...))
 			}
 		}
-		return leaf.Forward(call, args, kwargs)
+		// Forward runs the module's forward pre-hooks first; c.Param
+		// applies its parameters' parametrizations (nn/parametrize.go).
+		return call.Forward(leaf, args, kwargs)
 	case ir.CallFunction:
 		fn, ok := functions[n.Target]
 		if !ok {

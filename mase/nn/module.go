@@ -73,10 +73,35 @@ type Call struct {
 	// Random returns uniform values in [0,1) of the given shape for
 	// stochastic layers; nil in eval mode.
 	Random func(shape ...int) *graph.Node
+	// Model is the model the module belongs to. When set, Param applies
+	// the parametrizations registered on the parameter and Forward runs
+	// the module's forward pre-hooks (see parametrize.go); when nil, both
+	// are skipped.
+	Model *Model
 }
 
-// Param returns the node of the module's parameter name.
+// Param returns the node of the module's parameter name: its effective
+// value, i.e. the stored value passed through the parametrizations
+// registered on it (RegisterParametrization), in registration order.
 func (c *Call) Param(name string) (*graph.Node, error) {
+	w, err := c.RawParam(name)
+	if err != nil {
+		return nil, err
+	}
+	if c.Model == nil {
+		return w, nil
+	}
+	for i, p := range c.Model.Parametrizations(c.Path, name) {
+		if w, err = p.Apply(c, name, w); err != nil {
+			return nil, fmt.Errorf("module %s: parametrization %d (%s) of %s: %w", c.Path, i, p.Kind(), name, err)
+		}
+	}
+	return w, nil
+}
+
+// RawParam returns the node of the module's parameter name as stored,
+// without its parametrizations (torch's parametrizations.<name>.original).
+func (c *Call) RawParam(name string) (*graph.Node, error) {
 	v := c.Scope.Store().GetVariable(StorePath(Join(c.Path, name)))
 	if v == nil {
 		return nil, fmt.Errorf("module %s has no parameter %q in the model store", c.Path, name)
@@ -141,6 +166,9 @@ type Model struct {
 
 	modules []NamedModule
 	byPath  map[string]Module
+	// hooks holds the parametrizations, forward pre-hooks and buffers
+	// (parametrize.go).
+	hooks hookSet
 }
 
 // NamedModule is a module with its dotted path ("" for the root).
@@ -219,7 +247,8 @@ type ChildSetter interface {
 // module's parameters are deleted from the store and mod's are created,
 // taking the values in values (by parameter name, e.g. "linear.weight")
 // and initialising the rest from seed. Graph nodes that call the path now
-// call mod.
+// call mod. The parametrizations, forward pre-hooks and buffers of the old
+// subtree are removed with it.
 func (m *Model) ReplaceModule(path string, mod Module, values map[string]*tensors.Tensor, seed uint64) error {
 	_, ok := m.byPath[path]
 	if !ok || path == "" {
@@ -249,6 +278,11 @@ func (m *Model) ReplaceModule(path string, mod Module, values map[string]*tensor
 	}
 	if err := parent.SetChild(name, mod); err != nil {
 		return err
+	}
+	// The old modules' parametrizations, pre-hooks and buffers go with
+	// them (torch keeps them on the module object, which is replaced).
+	if err := m.dropHooksUnder(path); err != nil {
+		return fmt.Errorf("replace module %s: %w", path, err)
 	}
 	// Drop the old subtree from the index and the store.
 	at := -1

@@ -1,0 +1,817 @@
+package nn
+
+// Parametrizations, forward pre-hooks and buffers: torch's
+// torch.nn.utils.parametrize.register_parametrization,
+// Module.register_forward_pre_hook and Module.register_buffer, kept on the
+// Model by module path so that they work for every leaf without editing it.
+//
+//   - A Parametrization makes a parameter's effective value a function of
+//     its stored value. Call.Param applies the parametrizations registered
+//     on (module, parameter) in registration order whenever a leaf fetches
+//     the parameter, so a mask on "weight" reaches Linear, a quantized
+//     Linear or any future leaf that reads its weight with c.Param.
+//   - A ForwardPreHook rewrites a leaf's arguments before its Forward
+//     (Call.Forward runs the hooks, then the leaf).
+//   - A buffer is a non-trainable tensor of the model (a pruning mask),
+//     held in the model store at StorePath(name) with Trainable = false,
+//     so optimisers that train the store's trainable variables never move
+//     it. Buffers are not parameters: Model.Parameters, parameter counts
+//     and safetensors state files leave them out (torch's non-persistent
+//     buffers); Buffers lists them for a checkpoint that wants them.
+//
+// Parametrizations and hooks are values with exported fields and a Kind;
+// HookRecords encodes them as (module, parameter, kind, JSON config) and
+// RestoreHooks rebuilds them from the kinds registered with
+// RegisterHookKind, so a checkpoint can record them beside the buffers.
+//
+// Graphs are built when first run: register parametrizations and hooks
+// before compiling (execute.Compile, train.New); executables compiled
+// earlier keep the computation they were built with.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// Parametrization computes a parameter's effective value from its stored
+// value (torch.nn.utils.parametrize). Implementations must be JSON
+// encodable through their exported fields and registered with
+// RegisterHookKind to be restorable from a checkpoint.
+type Parametrization interface {
+	// Kind names the parametrization's type for listings and checkpoints
+	// ("mask").
+	Kind() string
+	// Apply returns the effective value of parameter param of the module
+	// at c.Path, given w: the stored value, or the previous
+	// parametrization's output.
+	Apply(c *Call, param string, w *graph.Node) (*graph.Node, error)
+}
+
+// ForwardPreHook rewrites a leaf module's arguments before its Forward
+// (torch's register_forward_pre_hook). Implementations must be JSON
+// encodable through their exported fields and registered with
+// RegisterHookKind to be restorable from a checkpoint.
+type ForwardPreHook interface {
+	// Kind names the hook's type for listings and checkpoints
+	// ("sparsify_input").
+	Kind() string
+	// Apply returns the arguments the module's Forward gets instead of
+	// args and kwargs.
+	Apply(c *Call, args []any, kwargs map[string]any) ([]any, map[string]any, error)
+}
+
+// hookSet is the Model's registry of parametrizations, pre-hooks and
+// buffers; its zero value is empty and ready.
+type hookSet struct {
+	mu       sync.RWMutex
+	params   map[paramKey][]Parametrization
+	pre      map[string][]ForwardPreHook
+	buffers  []string // dotted names, in registration order
+	isBuffer map[string]bool
+}
+
+type paramKey struct{ module, param string }
+
+// Forward runs leaf on args: first the forward pre-hooks registered on
+// c.Path (when c.Model is set), in registration order, then leaf.Forward.
+func (c *Call) Forward(leaf Leaf, args []any, kwargs map[string]any) (any, error) {
+	if c.Model != nil {
+		for i, h := range c.Model.ForwardPreHooks(c.Path) {
+			var err error
+			if args, kwargs, err = h.Apply(c, args, kwargs); err != nil {
+				return nil, fmt.Errorf("module %s: forward pre-hook %d (%s): %w", c.Path, i, h.Kind(), err)
+			}
+		}
+	}
+	return leaf.Forward(c, args, kwargs)
+}
+
+// paramSpec returns the declared parameter param of the module at path.
+func (m *Model) paramSpec(path, param string) (ParamSpec, error) {
+	mod, ok := m.byPath[path]
+	if !ok {
+		return ParamSpec{}, fmt.Errorf("the model has no module %q", path)
+	}
+	var names []string
+	for _, p := range mod.Params() {
+		if p.Name == param {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return ParamSpec{}, fmt.Errorf("module %s (%s) has no parameter %q: it has no parameters", path, mod.TypeName(), param)
+	}
+	return ParamSpec{}, fmt.Errorf("module %s (%s) has no parameter %q (it has: %s)", path, mod.TypeName(), param, strings.Join(names, ", "))
+}
+
+// RegisterParametrization adds p to the parametrizations of parameter
+// param of the module at path; it applies after those registered before.
+// The module must declare the parameter.
+func (m *Model) RegisterParametrization(path, param string, p Parametrization) error {
+	if p == nil {
+		return fmt.Errorf("register parametrization on %s: the parametrization is nil", Join(path, param))
+	}
+	if _, err := m.paramSpec(path, param); err != nil {
+		return fmt.Errorf("register parametrization %s: %w", p.Kind(), err)
+	}
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	if m.hooks.params == nil {
+		m.hooks.params = map[paramKey][]Parametrization{}
+	}
+	k := paramKey{path, param}
+	m.hooks.params[k] = append(m.hooks.params[k], p)
+	return nil
+}
+
+// Parametrizations returns the parametrizations of parameter param of the
+// module at path, in application order (none: nil).
+func (m *Model) Parametrizations(path, param string) []Parametrization {
+	m.hooks.mu.RLock()
+	defer m.hooks.mu.RUnlock()
+	return slices.Clone(m.hooks.params[paramKey{path, param}])
+}
+
+// IsParametrized reports whether parameter param of the module at path
+// has a parametrization (param "" : any parameter of the module).
+func (m *Model) IsParametrized(path, param string) bool {
+	m.hooks.mu.RLock()
+	defer m.hooks.mu.RUnlock()
+	for k, ps := range m.hooks.params {
+		if k.module == path && (param == "" || k.param == param) && len(ps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveParametrizations removes the parametrizations of parameter param
+// of the module at path for which drop returns true (drop nil: all of
+// them) and returns how many it removed. The stored value is left as it
+// is (torch's remove_parametrizations with leave_parametrized=False); see
+// BakeParametrizations to keep the effective value.
+func (m *Model) RemoveParametrizations(path, param string, drop func(Parametrization) bool) int {
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	k := paramKey{path, param}
+	old := m.hooks.params[k]
+	var kept []Parametrization
+	for _, p := range old {
+		if drop != nil && !drop(p) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		delete(m.hooks.params, k)
+	} else {
+		m.hooks.params[k] = kept
+	}
+	return len(old) - len(kept)
+}
+
+// EffectiveParam computes the effective value of a parameter (dotted
+// name, e.g. "classifier.weight") on backend be: its stored value through
+// its parametrizations, as leaves see it in eval mode.
+func (m *Model) EffectiveParam(be compute.Backend, name string) (*tensors.Tensor, error) {
+	path, param, ok := m.splitName(name)
+	if !ok {
+		return nil, fmt.Errorf("effective value of %s: no module of the model prefixes the name", name)
+	}
+	if _, err := m.paramSpec(path, param); err != nil {
+		return nil, fmt.Errorf("effective value of %s: %w", name, err)
+	}
+	v := m.Store.GetVariable(StorePath(name))
+	if v == nil {
+		return nil, fmt.Errorf("effective value of %s: the model store has no variable for it", name)
+	}
+	if !m.IsParametrized(path, param) {
+		return v.Value()
+	}
+	var buildErr error
+	t, err := model.CallOnce(be, m.Store, func(scope *model.Scope, g *graph.Graph) *graph.Node {
+		c := &Call{Graph: g, Scope: m.Scope(path), Path: path, Model: m}
+		n, err := c.Param(param)
+		if err != nil {
+			buildErr = err
+			return v.NodeValue(g)
+		}
+		return n
+	})
+	if buildErr != nil {
+		return nil, fmt.Errorf("effective value of %s: %w", name, buildErr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("effective value of %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// BakeParametrizations writes the effective value of parameter param of
+// the module at path into the store and removes its parametrizations
+// (torch's remove_parametrizations with leave_parametrized=True). Buffers
+// the parametrizations used are kept; remove them with RemoveBuffer.
+func (m *Model) BakeParametrizations(be compute.Backend, path, param string) error {
+	name := Join(path, param)
+	if !m.IsParametrized(path, param) {
+		return fmt.Errorf("bake parametrizations: %s has none", name)
+	}
+	t, err := m.EffectiveParam(be, name)
+	if err != nil {
+		return fmt.Errorf("bake parametrizations: %w", err)
+	}
+	if err := m.Store.GetVariable(StorePath(name)).SetValue(t); err != nil {
+		return fmt.Errorf("bake parametrizations: setting %s: %w", name, err)
+	}
+	m.RemoveParametrizations(path, param, nil)
+	return nil
+}
+
+// splitName splits a dotted parameter or buffer name into its module
+// path and the name within the module, taking the longest module path
+// that prefixes it: "a.b.weight" → ("a.b", "weight"), and LoRALinear's
+// "a.q.linear.weight" → ("a.q", "linear.weight") since "a.q.linear" is no
+// module. A name without dots belongs to the root module. ok is false
+// when no module of the model prefixes a dotted name.
+func (m *Model) splitName(name string) (path, attr string, ok bool) {
+	for i := strings.LastIndex(name, "."); i >= 0; i = strings.LastIndex(name[:i], ".") {
+		if _, found := m.byPath[name[:i]]; found {
+			return name[:i], name[i+1:], true
+		}
+	}
+	if name != "" && !strings.Contains(name, ".") {
+		return "", name, true // a name of the root module
+	}
+	return "", "", false
+}
+
+// RegisterForwardPreHook adds h to the forward pre-hooks of the leaf
+// module at path; it runs after those registered before.
+func (m *Model) RegisterForwardPreHook(path string, h ForwardPreHook) error {
+	if h == nil {
+		return fmt.Errorf("register forward pre-hook on %s: the hook is nil", path)
+	}
+	mod, ok := m.byPath[path]
+	if !ok {
+		return fmt.Errorf("register forward pre-hook %s: the model has no module %q", h.Kind(), path)
+	}
+	if _, leaf := mod.(Leaf); !leaf {
+		return fmt.Errorf("register forward pre-hook %s: module %s (%s) is not a leaf; hooks run only on leaf modules", h.Kind(), path, mod.TypeName())
+	}
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	if m.hooks.pre == nil {
+		m.hooks.pre = map[string][]ForwardPreHook{}
+	}
+	m.hooks.pre[path] = append(m.hooks.pre[path], h)
+	return nil
+}
+
+// ForwardPreHooks returns the forward pre-hooks of the module at path, in
+// run order (none: nil).
+func (m *Model) ForwardPreHooks(path string) []ForwardPreHook {
+	m.hooks.mu.RLock()
+	defer m.hooks.mu.RUnlock()
+	return slices.Clone(m.hooks.pre[path])
+}
+
+// RemoveForwardPreHooks removes the forward pre-hooks of the module at
+// path for which drop returns true (drop nil: all of them) and returns how
+// many it removed.
+func (m *Model) RemoveForwardPreHooks(path string, drop func(ForwardPreHook) bool) int {
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	old := m.hooks.pre[path]
+	var kept []ForwardPreHook
+	for _, h := range old {
+		if drop != nil && !drop(h) {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) == 0 {
+		delete(m.hooks.pre, path)
+	} else {
+		m.hooks.pre[path] = kept
+	}
+	return len(old) - len(kept)
+}
+
+// Buffer is a non-trainable tensor of the model (torch's buffer), such as
+// a pruning mask.
+type Buffer struct {
+	Name     string // dotted name: classifier.weight_mask
+	Variable *model.Variable
+}
+
+// RegisterBuffer creates the buffer name (dotted: "<module>.<attr>", the
+// module must exist) in the model store with value, not trainable. A name
+// already used by a parameter or another buffer is an error.
+func (m *Model) RegisterBuffer(name string, value *tensors.Tensor) (*model.Variable, error) {
+	if value == nil {
+		return nil, fmt.Errorf("register buffer %s: the value is nil", name)
+	}
+	path, attr, ok := m.splitName(name)
+	if !ok || attr == "" {
+		return nil, fmt.Errorf("register buffer %q: want a dotted name <module>.<attribute> naming a module of the model", name)
+	}
+	mod := m.byPath[path]
+	for _, p := range mod.Params() {
+		if p.Name == attr {
+			return nil, fmt.Errorf("register buffer %s: module %s already has a parameter %q", name, path, attr)
+		}
+	}
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	if m.hooks.isBuffer[name] {
+		return nil, fmt.Errorf("register buffer %s: a buffer of that name exists (remove it first, or set its value)", name)
+	}
+	v, err := m.Store.CreateVariable(StorePath(name), value)
+	if err != nil {
+		return nil, fmt.Errorf("register buffer %s: %w", name, err)
+	}
+	v.SetTrainable(false)
+	if m.hooks.isBuffer == nil {
+		m.hooks.isBuffer = map[string]bool{}
+	}
+	m.hooks.isBuffer[name] = true
+	m.hooks.buffers = append(m.hooks.buffers, name)
+	return v, nil
+}
+
+// Buffer returns the variable of buffer name, or false.
+func (m *Model) Buffer(name string) (*model.Variable, bool) {
+	m.hooks.mu.RLock()
+	ok := m.hooks.isBuffer[name]
+	m.hooks.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	v := m.Store.GetVariable(StorePath(name))
+	return v, v != nil
+}
+
+// Buffers lists the buffers in registration order.
+func (m *Model) Buffers() []Buffer {
+	m.hooks.mu.RLock()
+	defer m.hooks.mu.RUnlock()
+	out := make([]Buffer, 0, len(m.hooks.buffers))
+	for _, name := range m.hooks.buffers {
+		if v := m.Store.GetVariable(StorePath(name)); v != nil {
+			out = append(out, Buffer{Name: name, Variable: v})
+		}
+	}
+	return out
+}
+
+// RemoveBuffer deletes buffer name from the model and its store.
+func (m *Model) RemoveBuffer(name string) error {
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	return m.removeBufferLocked(name)
+}
+
+func (m *Model) removeBufferLocked(name string) error {
+	if !m.hooks.isBuffer[name] {
+		return fmt.Errorf("remove buffer: the model has no buffer %q", name)
+	}
+	if err := m.Store.DeleteVariable(StorePath(name)); err != nil {
+		return fmt.Errorf("remove buffer %s: %w", name, err)
+	}
+	delete(m.hooks.isBuffer, name)
+	m.hooks.buffers = slices.DeleteFunc(m.hooks.buffers, func(b string) bool { return b == name })
+	return nil
+}
+
+// dropHooksUnder removes every parametrization, pre-hook and buffer of
+// the module at path and its submodules.
+func (m *Model) dropHooksUnder(path string) error {
+	under := func(p string) bool { return p == path || strings.HasPrefix(p, path+".") }
+	m.hooks.mu.Lock()
+	defer m.hooks.mu.Unlock()
+	for k := range m.hooks.params {
+		if under(k.module) {
+			delete(m.hooks.params, k)
+		}
+	}
+	for p := range m.hooks.pre {
+		if under(p) {
+			delete(m.hooks.pre, p)
+		}
+	}
+	for _, b := range slices.Clone(m.hooks.buffers) {
+		if under(b) {
+			if err := m.removeBufferLocked(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// HookRecord is the serialisable form of one parametrization (Param set)
+// or forward pre-hook (Param empty): the module, its kind and its JSON
+// configuration (exported fields).
+type HookRecord struct {
+	Module string          `json:"module"`
+	Param  string          `json:"param,omitempty"`
+	Kind   string          `json:"kind"`
+	Config json.RawMessage `json:"config"`
+}
+
+var (
+	hookKindsMu sync.RWMutex
+	hookKinds   = map[string]func() any{}
+)
+
+func init() {
+	RegisterHookKind(MaskKind, func() any { return &Mask{} })
+	RegisterHookKind(SparsifyInputKind, func() any { return &SparsifyInput{} })
+}
+
+// RegisterHookKind makes a parametrization or forward pre-hook kind
+// restorable: newHook returns a fresh value (a Parametrization or a
+// ForwardPreHook) that json.Unmarshal fills from the configuration
+// HookRecords wrote. Registering a kind twice panics (a programming
+// error).
+func RegisterHookKind(kind string, newHook func() any) {
+	hookKindsMu.Lock()
+	defer hookKindsMu.Unlock()
+	if _, dup := hookKinds[kind]; dup {
+		panic(fmt.Sprintf("nn: hook kind %q registered twice", kind))
+	}
+	hookKinds[kind] = newHook
+}
+
+// HookKinds lists the registered parametrization and pre-hook kinds,
+// sorted.
+func HookKinds() []string {
+	hookKindsMu.RLock()
+	defer hookKindsMu.RUnlock()
+	out := make([]string, 0, len(hookKinds))
+	for k := range hookKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HookRecords encodes every parametrization and forward pre-hook, in
+// module order (parametrizations of a module before its pre-hooks, each in
+// registration order). Buffers are not included: save Buffers' values
+// beside them.
+func (m *Model) HookRecords() ([]HookRecord, error) {
+	var out []HookRecord
+	enc := func(module, param, kind string, h any) error {
+		cfg, err := json.Marshal(h)
+		if err != nil {
+			return fmt.Errorf("encoding %s hook on %s: %w", kind, Join(module, param), err)
+		}
+		out = append(out, HookRecord{Module: module, Param: param, Kind: kind, Config: cfg})
+		return nil
+	}
+	for _, nm := range m.modules {
+		for _, p := range nm.Module.Params() {
+			for _, pz := range m.Parametrizations(nm.Path, p.Name) {
+				if err := enc(nm.Path, p.Name, pz.Kind(), pz); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, h := range m.ForwardPreHooks(nm.Path) {
+			if err := enc(nm.Path, "", h.Kind(), h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// RestoreHooks registers the parametrizations and pre-hooks of records
+// (from HookRecords) on m, after the existing ones. Every record is decoded
+// and checked before anything is registered; unknown kinds and unknown
+// configuration fields are errors.
+func (m *Model) RestoreHooks(records []HookRecord) error {
+	type pending struct {
+		rec HookRecord
+		h   any
+	}
+	var todo []pending
+	for i, r := range records {
+		hookKindsMu.RLock()
+		newHook, ok := hookKinds[r.Kind]
+		hookKindsMu.RUnlock()
+		if !ok {
+			return fmt.Errorf("restore hooks: record %d (%s): unknown kind %q (allowed: %s)", i, Join(r.Module, r.Param), r.Kind, strings.Join(HookKinds(), ", "))
+		}
+		h := newHook()
+		if len(r.Config) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(r.Config))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(h); err != nil {
+				return fmt.Errorf("restore hooks: record %d (%s on %s): configuration %s: %w", i, r.Kind, Join(r.Module, r.Param), r.Config, err)
+			}
+		}
+		if r.Param != "" {
+			if _, ok := h.(Parametrization); !ok {
+				return fmt.Errorf("restore hooks: record %d: kind %s is not a parametrization, but the record names parameter %s", i, r.Kind, r.Param)
+			}
+			if _, err := m.paramSpec(r.Module, r.Param); err != nil {
+				return fmt.Errorf("restore hooks: record %d (%s): %w", i, r.Kind, err)
+			}
+		} else {
+			if _, ok := h.(ForwardPreHook); !ok {
+				return fmt.Errorf("restore hooks: record %d: kind %s is not a forward pre-hook, and the record names no parameter", i, r.Kind)
+			}
+			mod, ok := m.byPath[r.Module]
+			if !ok {
+				return fmt.Errorf("restore hooks: record %d (%s): the model has no module %q", i, r.Kind, r.Module)
+			}
+			if _, leaf := mod.(Leaf); !leaf {
+				return fmt.Errorf("restore hooks: record %d (%s): module %s is not a leaf", i, r.Kind, r.Module)
+			}
+		}
+		todo = append(todo, pending{r, h})
+	}
+	for _, p := range todo {
+		var err error
+		if p.rec.Param != "" {
+			err = m.RegisterParametrization(p.rec.Module, p.rec.Param, p.h.(Parametrization))
+		} else {
+			err = m.RegisterForwardPreHook(p.rec.Module, p.h.(ForwardPreHook))
+		}
+		if err != nil {
+			return fmt.Errorf("restore hooks: %w", err)
+		}
+	}
+	return nil
+}
+
+// Kinds of the built-in parametrization and pre-hook.
+const (
+	// MaskKind is Mask's kind.
+	MaskKind = "mask"
+	// SparsifyInputKind is SparsifyInput's kind.
+	SparsifyInputKind = "sparsify_input"
+)
+
+// Mask is the parametrization w ↦ mask ⊙ w, with the mask a buffer of the
+// model (MASE's FakeSparseWeight): masked entries read as zero and get a
+// zero gradient, so they stay zero through training whatever the stored
+// values do.
+type Mask struct {
+	// Buffer is the dotted name of the mask buffer, of the parameter's
+	// shape and dtype, holding 1 (keep) or 0 (prune): e.g.
+	// "classifier.weight_mask".
+	Buffer string `json:"buffer"`
+}
+
+// Kind implements Parametrization.
+func (*Mask) Kind() string { return MaskKind }
+
+// Apply implements Parametrization.
+func (p *Mask) Apply(c *Call, param string, w *graph.Node) (*graph.Node, error) {
+	v, ok := c.Model.Buffer(p.Buffer)
+	if !ok {
+		return nil, fmt.Errorf("mask buffer %q does not exist in the model", p.Buffer)
+	}
+	if !v.Shape().Equal(w.Shape()) {
+		return nil, fmt.Errorf("mask buffer %s is %s, but %s is %s", p.Buffer, v.Shape(), param, w.Shape())
+	}
+	return graph.Mul(w, v.NodeValue(c.Graph)), nil
+}
+
+// Activation sparsification methods of SparsifyInput.
+const (
+	// MethodRandom drops each input element with probability Sparsity.
+	MethodRandom = "random"
+	// MethodL1 keeps the input elements whose magnitude exceeds a
+	// threshold.
+	MethodL1 = "l1-norm"
+)
+
+// SparsifyInput is a forward pre-hook that zeroes elements of a leaf's
+// single input on every forward (MASE's activation pruning hook):
+//
+//   - "l1-norm" without Threshold: x ⊙ (|x| > t) with t the Sparsity
+//     quantile of |x| over the whole input tensor, recomputed from the
+//     live input (torch.quantile's linear interpolation, computed in the
+//     graph by sorting |x|);
+//   - "l1-norm" with Threshold: the same with the fixed t (global scope);
+//   - "random": x ⊙ (u ≥ Sparsity), u uniform in [0,1), a fresh draw from
+//     the model store's random generator on every forward, in eval mode
+//     too (as MASE does).
+//
+// Kept elements are not rescaled. A module called with more than one
+// positional argument is an error, as in MASE.
+type SparsifyInput struct {
+	Method   string  `json:"method"`
+	Sparsity float64 `json:"sparsity"`
+	// Threshold, when set, replaces the per-forward quantile of l1-norm.
+	Threshold *float64 `json:"threshold,omitempty"`
+}
+
+// Kind implements ForwardPreHook.
+func (*SparsifyInput) Kind() string { return SparsifyInputKind }
+
+// Apply implements ForwardPreHook.
+func (h *SparsifyInput) Apply(c *Call, args []any, kwargs map[string]any) ([]any, map[string]any, error) {
+	if len(args) != 1 {
+		return nil, nil, fmt.Errorf("sparsify_input: the module takes %d positional arguments; the hook allows exactly one", len(args))
+	}
+	x, ok := args[0].(*graph.Node)
+	if !ok {
+		return nil, nil, fmt.Errorf("sparsify_input: the argument is %T, want a tensor", args[0])
+	}
+	if !x.DType().IsFloat() {
+		return nil, nil, fmt.Errorf("sparsify_input: the input is %s, want a float tensor", x.DType())
+	}
+	if h.Sparsity < 0 || h.Sparsity > 1 {
+		return nil, nil, fmt.Errorf("sparsify_input: sparsity %v, want a value in [0, 1]", h.Sparsity)
+	}
+	var keep *graph.Node
+	switch h.Method {
+	case MethodL1:
+		mag := graph.StopGradient(graph.Abs(x))
+		var t *graph.Node
+		if h.Threshold != nil {
+			t = graph.Scalar(x.Graph(), x.DType(), *h.Threshold)
+		} else {
+			t = QuantileGraph(mag, h.Sparsity)
+		}
+		keep = graph.GreaterThan(mag, t)
+	case MethodRandom:
+		u := c.Scope.Store().RandomUniform(c.Graph, shapes.Make(dtypes.Float32, x.Shape().Dimensions...))
+		keep = graph.GreaterOrEqual(u, graph.Scalar(c.Graph, dtypes.Float32, h.Sparsity))
+	default:
+		return nil, nil, fmt.Errorf("sparsify_input: unknown method %q (allowed: %s, %s)", h.Method, MethodRandom, MethodL1)
+	}
+	return []any{graph.Where(keep, x, graph.ZerosLike(x))}, kwargs, nil
+}
+
+// QuantileGraph is torch.quantile(x.flatten(), q) with linear
+// interpolation, in the graph: pos = q·(n−1) (computed in float32, as
+// torch does for float32 inputs) and the result lerps between the order
+// statistics at ⌊pos⌋ and ⌈pos⌉ with torch.lerp's formula. The order
+// statistics are exact (see OrderStatistic); values are compared as
+// float32. It returns a scalar of x's dtype; it has no gradient.
+func QuantileGraph(x *graph.Node, q float64) *graph.Node {
+	n := x.Shape().Size()
+	if n == 0 {
+		return graph.ScalarZero(x.Graph(), x.DType())
+	}
+	v := graph.StopGradient(x)
+	if v.DType() != dtypes.Float32 {
+		v = graph.ConvertDType(v, dtypes.Float32)
+	}
+	v = graph.Reshape(v, n)
+	lo, hi, w := QuantilePos(n, q)
+	vlo := OrderStatistic(v, lo)
+	vhi := vlo
+	if hi != lo {
+		// The next order statistic: vlo again when it is repeated, else
+		// the smallest element above it.
+		g := v.Graph()
+		atMost := graph.ReduceSum(graph.ConvertDType(graph.LessOrEqual(v, vlo), dtypes.Int32))
+		above := graph.ReduceMin(graph.Where(graph.GreaterThan(v, vlo), v, graph.Infinity(g, dtypes.Float32, 1)))
+		vhi = graph.Where(graph.GreaterOrEqual(atMost, graph.Scalar(g, dtypes.Int32, int32(hi+1))), vlo, above)
+	}
+	diff := graph.Sub(vhi, vlo)
+	var t *graph.Node
+	if w < 0.5 {
+		t = graph.Add(vlo, graph.MulScalar(diff, float64(w)))
+	} else {
+		t = graph.Sub(vhi, graph.MulScalar(diff, float64(1-w)))
+	}
+	if x.DType() != dtypes.Float32 {
+		t = graph.ConvertDType(t, x.DType())
+	}
+	return t
+}
+
+// OrderStatistic returns the element of the float32 tensor x (any shape,
+// flattened) at rank r of its ascending order (0 is the smallest), as a
+// scalar. r must be in [0, n).
+//
+// It does not sort (GoMLX's Sort calls a compiled comparator per
+// comparison on the Go backend, far too slow for activations). Each
+// float's bits are mapped to a 32-bit key with the same order, and a radix
+// select finds the key digit by digit (11, 11 and 10 bits): a histogram
+// of the digit over the elements still in play (a scatter-add), then the
+// bucket that holds rank r (a binary search over the histogram's prefix
+// sums). The result is exact; the cost is about 16 passes over x, three of
+// them scatters. NaNs order after +Inf; −0 before +0.
+func OrderStatistic(x *graph.Node, r int) *graph.Node {
+	g := x.Graph()
+	n := x.Shape().Size()
+	i32 := func(v int64) *graph.Node { return graph.Scalar(g, dtypes.Int32, int32(v)) }
+	bits := graph.Bitcast(graph.Reshape(x, n), dtypes.Int32)
+	// Signed order key: negative floats (larger magnitude, larger bits)
+	// get their magnitude bits flipped; then flipping the sign bit makes
+	// the unsigned order of the bit pattern the float order.
+	flip := i32(math.MaxInt32)
+	neg := graph.LessThan(bits, graph.ScalarZero(g, dtypes.Int32))
+	u := graph.BitwiseXor(graph.Where(neg, graph.BitwiseXor(bits, flip), bits), i32(math.MinInt32))
+
+	need := i32(int64(r) + 1) // rank (1-based) within the elements in play
+	var inPlay *graph.Node    // nil: every element
+	var result *graph.Node
+	for _, level := range []struct{ shift, width int }{{21, 11}, {10, 11}, {0, 10}} {
+		digit := graph.BitwiseAnd(graph.BitwiseShiftRightLogicalScalar(u, level.shift), i32(1<<level.width-1))
+		var weights *graph.Node
+		if inPlay == nil {
+			weights = graph.OnesLike(digit)
+		} else {
+			weights = graph.ConvertDType(inPlay, dtypes.Int32)
+		}
+		buckets := 1 << level.width
+		hist := graph.Scatter(graph.Reshape(digit, n, 1), weights, shapes.Make(dtypes.Int32, buckets), false, false)
+		var b *graph.Node
+		b, need = selectBucket(hist, need)
+		if result == nil {
+			result = graph.BitwiseShiftLeftScalar(b, level.shift)
+		} else {
+			result = graph.BitwiseOr(result, graph.BitwiseShiftLeftScalar(b, level.shift))
+		}
+		here := graph.Equal(digit, b)
+		if inPlay == nil {
+			inPlay = here
+		} else {
+			inPlay = graph.LogicalAnd(inPlay, here)
+		}
+	}
+	key := graph.BitwiseXor(result, i32(math.MinInt32))
+	key = graph.Where(graph.LessThan(key, graph.ScalarZero(g, dtypes.Int32)), graph.BitwiseXor(key, flip), key)
+	return graph.Bitcast(key, dtypes.Float32)
+}
+
+// selectBucket returns the first bucket b of the int32 histogram hist whose
+// prefix sum hist[0] + … + hist[b] reaches need, and need minus the count
+// before b: the rank within bucket b. A binary search over b.
+func selectBucket(hist, need *graph.Node) (b, rest *graph.Node) {
+	g := hist.Graph()
+	size := hist.Shape().Dimensions[0]
+	iota := graph.Iota(g, shapes.Make(dtypes.Int32, size), 0)
+	zeros := graph.ZerosLike(hist)
+	prefix := func(at *graph.Node) *graph.Node {
+		return graph.ReduceSum(graph.Where(graph.LessOrEqual(iota, at), hist, zeros))
+	}
+	lo, hi := graph.ScalarZero(g, dtypes.Int32), graph.Scalar(g, dtypes.Int32, int32(size-1))
+	one := graph.ScalarOne(g, dtypes.Int32)
+	for span := size; span > 1; span = (span + 1) / 2 {
+		mid := graph.Div(graph.Add(lo, hi), graph.Scalar(g, dtypes.Int32, 2)) // lo, hi ≥ 0
+		enough := graph.GreaterOrEqual(prefix(mid), need)
+		hi = graph.Where(enough, mid, hi)
+		lo = graph.Where(enough, lo, graph.Add(mid, one))
+	}
+	return hi, graph.Sub(need, prefix(graph.Sub(hi, one))) // prefix(−1) = 0
+}
+
+// QuantilePos returns the interpolation points of torch.quantile for n
+// values at q: the ranks ⌊pos⌋ and ⌈pos⌉ and the weight pos−⌊pos⌋, where
+// pos = q·(n−1) in float32.
+func QuantilePos(n int, q float64) (lo, hi int, w float32) {
+	pos := float32(q) * float32(n-1)
+	lo = int(pos)
+	hi = lo
+	if float32(lo) < pos {
+		hi = lo + 1
+	}
+	if hi > n-1 {
+		hi = n - 1
+	}
+	return lo, hi, pos - float32(lo)
+}
+
+// Quantile is torch.quantile(x, q) with linear interpolation on host
+// values: QuantileGraph's arithmetic in float32. x is not modified; it
+// must not be empty.
+func Quantile(x []float32, q float64) float32 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	lo, hi, w := QuantilePos(len(s), q)
+	return Lerp(s[lo], s[hi], w)
+}
+
+// Lerp is torch.lerp(a, b, w) in float32: a + w·(b−a) for w < 0.5,
+// b − (b−a)·(1−w) otherwise.
+func Lerp(a, b, w float32) float32 {
+	// The conversions round each product to float32, as torch does, and
+	// keep the compiler from fusing it into the sum.
+	if w < 0.5 {
+		return a + float32(w*(b-a))
+	}
+	return b - float32((b-a)*(1-w))
+}
