@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
@@ -52,9 +55,14 @@ type graphDoc struct {
 	Replaced []replacedDoc `json:"replaced,omitempty"`
 	// Frozen are the parameters a pass or the user froze (their GoMLX
 	// variables are not trainable), so training resumes as it was set up.
-	Frozen []string  `json:"frozen_parameters,omitempty"`
-	Nodes  []nodeDoc `json:"nodes"`
-	Meta   graphMeta `json:"meta"`
+	Frozen []string `json:"frozen_parameters,omitempty"`
+	// Buffers are non-trainable tensors (pruning masks) stored in the
+	// safetensors file beside the parameters; Hooks are the
+	// parametrisations and forward pre-hooks that use them.
+	Buffers []string        `json:"buffers,omitempty"`
+	Hooks   []nn.HookRecord `json:"hooks,omitempty"`
+	Nodes   []nodeDoc       `json:"nodes"`
+	Meta    graphMeta       `json:"meta"`
 }
 
 type modelDoc struct {
@@ -177,6 +185,21 @@ func Export(base string, mg *mase.MaseGraph, spec Spec) error {
 	if err != nil {
 		return wrap(err)
 	}
+	var buffers []string
+	for _, b := range mg.Model.Buffers() {
+		v, err := b.Variable.Value()
+		if err == nil {
+			st.Tensors[b.Name], err = fromGoMLX(v)
+		}
+		if err != nil {
+			return wrap(fmt.Errorf("buffer %s: %w", b.Name, err))
+		}
+		buffers = append(buffers, b.Name)
+	}
+	hooks, err := mg.Model.HookRecords()
+	if err != nil {
+		return wrap(err)
+	}
 	stData, err := st.Encode()
 	if err != nil {
 		return wrap(err)
@@ -190,6 +213,8 @@ func Export(base string, mg *mase.MaseGraph, spec Spec) error {
 		Modules:    moduleTree(mg.Model),
 		Replaced:   replaced,
 		Frozen:     frozenParameters(mg.Model),
+		Buffers:    buffers,
+		Hooks:      hooks,
 	}
 	inGraph := func(n *ir.Node) error {
 		if n.Graph() != mg.Graph {
@@ -272,6 +297,16 @@ func layout(doc *graphDoc) ([]byte, error) {
 	}
 	if len(doc.Frozen) > 0 {
 		if err := field("frozen_parameters", doc.Frozen, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(doc.Buffers) > 0 {
+		if err := field("buffers", doc.Buffers, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(doc.Hooks) > 0 {
+		if err := list("hooks", len(doc.Hooks), func(i int) any { return doc.Hooks[i] }); err != nil {
 			return nil, err
 		}
 	}
@@ -637,7 +672,25 @@ func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
 	if d := treeDiff(doc.Modules, moduleTree(m)); d != "" {
 		return nil, fmt.Errorf("models.New(%q) with the replaced modules no longer builds the exported module tree: %s", doc.Model.Name, d)
 	}
-	if _, err := LoadState(f, m, LoadOptions{NoAutoPrefix: true}); err != nil {
+	params := &File{Tensors: maps.Clone(f.Tensors), Metadata: f.Metadata}
+	for _, name := range doc.Buffers {
+		t, ok := params.Tensors[name]
+		if !ok {
+			return nil, fmt.Errorf("buffer %s is listed but not in the parameters file", name)
+		}
+		delete(params.Tensors, name)
+		value, err := toGoMLX(t)
+		if err != nil {
+			return nil, fmt.Errorf("buffer %s: %w", name, err)
+		}
+		if _, err := m.RegisterBuffer(name, value); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.RestoreHooks(doc.Hooks); err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	if _, err := LoadState(params, m, LoadOptions{NoAutoPrefix: true}); err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
 	for _, name := range doc.Frozen {
@@ -765,4 +818,27 @@ func decodeMeta(md *metaDoc) (*ir.Meta, error) {
 		}
 	}
 	return m, nil
+}
+
+// toGoMLX converts a float32 or int32 safetensors tensor.
+func toGoMLX(t *Tensor) (*tensors.Tensor, error) {
+	switch t.DType {
+	case F32:
+		vals, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		return tensors.FromFlatDataAndDimensions(vals, t.Shape...), nil
+	case I32:
+		vals, err := t.Int64s()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int32, len(vals))
+		for i, v := range vals {
+			out[i] = int32(v)
+		}
+		return tensors.FromFlatDataAndDimensions(out, t.Shape...), nil
+	}
+	return nil, fmt.Errorf("dtype %s cannot be a buffer (allowed: F32, I32)", t.DType)
 }

@@ -485,3 +485,43 @@ func TestExportImportWithLoRA(t *testing.T) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
+
+func TestExportImportPruned(t *testing.T) {
+	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 4), []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1 := &passes.PruneConfig{Sparsity: 0.5, Method: passes.PruneL1, Scope: passes.PruneLocal}
+	if mg, _, err = passes.PruneTransform(mg, passes.PruneArgs{Weight: l1, Activation: l1}); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "tutorial_4_pruned")
+	if err := Export(base, mg, Spec{}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Import(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := func(g *mase.MaseGraph) int {
+		return len(g.Model.Buffers())
+	}
+	if mask(back) != 14 || mask(mg) != 14 {
+		t.Errorf("%d masks after import, %d before; want 14", mask(back), mask(mg))
+	}
+	before, _, err := passes.ReportWeightSparsity(mg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := passes.ReportWeightSparsity(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("sparsity after import %+v, want %+v", after, before)
+	}
+	in := dummyIn()
+	in["attention_mask"] = tensors.FromFlatDataAndDimensions(slices.Repeat([]int32{1}, 20), 2, 10)
+	in["labels"] = tensors.FromValue([]int32{0, 1})
+	sameOutputs(t, mg, back, in)
+}

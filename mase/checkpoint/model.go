@@ -29,32 +29,30 @@ func StateFile(m *nn.Model, metadata map[string]string) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
-		var st *Tensor
-		switch t.DType() {
-		case dtypes.Float32:
-			vals, err := tensors.CopyFlatData[float32](t)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
-			}
-			st, err = NewF32(t.Shape().Dimensions, vals)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
-			}
-		case dtypes.Int32:
-			vals, err := tensors.CopyFlatData[int32](t)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
-			}
-			st, err = NewI32(t.Shape().Dimensions, vals)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
-			}
-		default:
-			return nil, fmt.Errorf("parameter %s has dtype %s, which cannot be saved (allowed: float32, int32)", p.Name, t.DType())
+		if f.Tensors[p.Name], err = fromGoMLX(t); err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
-		f.Tensors[p.Name] = st
 	}
 	return f, nil
+}
+
+// fromGoMLX converts a float32 or int32 GoMLX tensor.
+func fromGoMLX(t *tensors.Tensor) (*Tensor, error) {
+	switch t.DType() {
+	case dtypes.Float32:
+		vals, err := tensors.CopyFlatData[float32](t)
+		if err != nil {
+			return nil, err
+		}
+		return NewF32(t.Shape().Dimensions, vals)
+	case dtypes.Int32:
+		vals, err := tensors.CopyFlatData[int32](t)
+		if err != nil {
+			return nil, err
+		}
+		return NewI32(t.Shape().Dimensions, vals)
+	}
+	return nil, fmt.Errorf("dtype %s cannot be saved (allowed: float32, int32)", t.DType())
 }
 
 // SaveModel writes every parameter of m to a safetensors file at path,
