@@ -7,12 +7,15 @@ package compress
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -29,9 +32,15 @@ type Session struct {
 	// Config is the optimiser setting of QAT and of fine-tuning after
 	// pruning (Epochs included).
 	Config train.Config
-	// Progress, when set, gives the progress reporter of each training
-	// run (titled by the experiment).
+	// Progress, when set, gives the progress reporter of each single
+	// training run (FineTune, QAT, titled by the experiment).
 	Progress func(title string) train.Progress
+	// SweepProgress, when set, is used instead for the training runs
+	// inside sweeps (a sweep has many; e.g. a text-only reporter).
+	SweepProgress func(title string) train.Progress
+	// Verbose keeps the passes' per-module log lines inside sweeps (they
+	// are silenced by default: 14 lines per point).
+	Verbose bool
 }
 
 // Load imports a fresh copy of the checkpoint.
@@ -64,6 +73,11 @@ func (s *Session) Evaluate(mg *mase.MaseGraph) (train.Metrics, error) {
 // FineTune trains mg for Config.Epochs over the training split and
 // returns the history.
 func (s *Session) FineTune(mg *mase.MaseGraph, title string) (*train.History, error) {
+	return s.fineTune(mg, title, s.Progress)
+}
+
+// fineTune is FineTune with the given progress reporter maker.
+func (s *Session) fineTune(mg *mase.MaseGraph, title string, makeProgress func(string) train.Progress) (*train.History, error) {
 	if s.Train == nil {
 		return nil, fmt.Errorf("compress: Session.Train is nil")
 	}
@@ -75,8 +89,19 @@ func (s *Session) FineTune(mg *mase.MaseGraph, title string) (*train.History, er
 	o.Shuffle = true
 	steps := data.NumBatches(s.Train.Len(), o.BatchSize, o.DropLast)
 	var progress train.Progress
-	if s.Progress != nil {
-		progress = s.Progress(title)
+	if makeProgress != nil {
+		progress = makeProgress(title)
 	}
 	return tr.Train(finetune.EpochBatches(s.Train, o), steps, progress)
+}
+
+// quietly runs f with the passes' logger silenced unless Verbose.
+func (s *Session) quietly(f func() error) error {
+	if s.Verbose {
+		return f()
+	}
+	saved := passes.Logger
+	passes.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	defer func() { passes.Logger = saved }()
+	return f()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -98,4 +99,31 @@ func TestSessionErrors(t *testing.T) {
 		t.Error("width 40 accepted")
 	}
 	_ = train.Metrics{}
+}
+
+func TestSparsitySweep(t *testing.T) {
+	s := smallSession(t)
+	points, err := s.SparsitySweep([]float64{0.5}, []string{"random", "l1-norm"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 2 || points[0].Method != "random" || points[1].Method != "l1-norm" {
+		t.Fatalf("points %+v", points)
+	}
+	c := SparsityChart(points, 0.5, true)
+	if len(c.Series) != 5 || c.Series[4].Name != "unpruned baseline" || len(c.Series[4].X) != 1 {
+		t.Errorf("chart series %+v", c.Series)
+	}
+	// The pruned graph really is half zeros.
+	mg, _, err := s.Prune(PruneConfig(0.5, "l1-norm", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, info, err := passes.ReportWeightSparsity(mg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := info["sparsity"].(float64); sp < 0.49 || sp > 0.51 {
+		t.Errorf("weight sparsity %v, want 0.5", info)
+	}
 }

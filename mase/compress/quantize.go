@@ -6,6 +6,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/train"
 )
 
 // IntegerLinearConfig is Tutorial 3's config: every Linear as
@@ -37,7 +38,12 @@ func (s *Session) PTQ(args passes.QuantizeArgs) (*mase.MaseGraph, float64, error
 // QAT continues training a quantized graph (straight-through gradients)
 // and evaluates it again.
 func (s *Session) QAT(mg *mase.MaseGraph, title string) (float64, error) {
-	if _, err := s.FineTune(mg, title); err != nil {
+	return s.trainAndEvaluate(mg, title, s.Progress)
+}
+
+// trainAndEvaluate fine-tunes mg and returns its test accuracy.
+func (s *Session) trainAndEvaluate(mg *mase.MaseGraph, title string, makeProgress func(string) train.Progress) (float64, error) {
+	if _, err := s.fineTune(mg, title, makeProgress); err != nil {
 		return 0, err
 	}
 	m, err := s.Evaluate(mg)
@@ -62,12 +68,15 @@ func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint,
 			return nil, fmt.Errorf("width sweep: width %d out of range (allowed: 2..32)", w)
 		}
 		p := WidthPoint{Width: w, FracWidth: w / 2}
-		mg, acc, err := s.PTQ(IntegerLinearConfig(p.Width, p.FracWidth))
+		var mg *mase.MaseGraph
+		err := s.quietly(func() (err error) {
+			mg, p.PTQ, err = s.PTQ(IntegerLinearConfig(p.Width, p.FracWidth))
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("width %d PTQ: %w", w, err)
 		}
-		p.PTQ = acc
-		if p.QAT, err = s.QAT(mg, fmt.Sprintf("QAT, width %d", w)); err != nil {
+		if p.QAT, err = s.trainAndEvaluate(mg, fmt.Sprintf("QAT, width %d", w), s.SweepProgress); err != nil {
 			return nil, fmt.Errorf("width %d QAT: %w", w, err)
 		}
 		out = append(out, p)
