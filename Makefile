@@ -7,7 +7,7 @@ export GOMLX_BACKEND ?= go
 GO ?= go
 REPORTS ?= reports
 
-.PHONY: setup labs test vet unit notebooks build fmt
+.PHONY: setup labs test vet unit fuzz notebooks build fmt
 
 ## setup: install Jupyter (Debian), GoNB/goimports/gopls (pinned) and the "Go (gomase)" kernelspec; idempotent.
 setup:
@@ -27,12 +27,23 @@ vet:
 unit:
 	$(GO) test ./...
 
+## fuzz: run each fuzz target for a bounded time ($(FUZZTIME) each).
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
+	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test $$pkg -run NONE -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
+
 ## notebooks: execute every notebook in quick mode (what CI runs).
 notebooks: build
 	bin/mase labs --quick --check-svg --out $(REPORTS)/quick
 
-## test: set up, vet, unit tests, then every notebook in quick mode.
-test: setup vet unit notebooks
+## test: set up, vet, unit tests, bounded fuzzing, then every notebook in quick mode.
+test: setup vet unit fuzz notebooks
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
