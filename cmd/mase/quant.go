@@ -115,6 +115,13 @@ func runQuant(args []string, stdout, stderr io.Writer) error {
 	}
 	w := bufio.NewWriter(stdout)
 	if s.Format == quant.MXInt8 {
+		// The last group is padded with zeros (which never change a group's
+		// exponent), so any number of values can be typed; only the given
+		// values are printed.
+		n := len(values)
+		if s.GroupSize > 0 && n%s.GroupSize != 0 {
+			values = append(values, make([]float64, s.GroupSize-n%s.GroupSize)...)
+		}
 		m, scales, err := quant.MXInt8Quantize(values, s.GroupSize)
 		if err != nil {
 			return err
@@ -123,7 +130,7 @@ func runQuant(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for i := range m {
+		for i := range n {
 			fmt.Fprintf(w, "%d\t%d\t%.17g\n", m[i], scales[i/s.GroupSize], deq[i])
 		}
 		return w.Flush()
