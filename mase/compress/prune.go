@@ -18,18 +18,10 @@ func PruneConfig(sparsity float64, method string, seed uint64) passes.PruneArgs 
 
 // Prune loads the checkpoint, prunes it with args and evaluates it.
 func (s *Session) Prune(args passes.PruneArgs) (*mase.MaseGraph, float64, error) {
-	mg, err := s.Load()
-	if err != nil {
-		return nil, 0, err
-	}
-	if mg, _, err = passes.PruneTransform(mg, args); err != nil {
-		return nil, 0, err
-	}
-	m, err := s.Evaluate(mg)
-	if err != nil {
-		return nil, 0, err
-	}
-	return mg, m.Accuracy, nil
+	return s.transformAndEvaluate(func(mg *mase.MaseGraph) (*mase.MaseGraph, error) {
+		mg, _, err := passes.PruneTransform(mg, args)
+		return mg, err
+	})
 }
 
 // SparsityPoint is one point of Lab 1 Task 2's sweep.

@@ -21,11 +21,20 @@ func IntegerLinearConfig(width, fracWidth int) passes.QuantizeArgs {
 
 // PTQ loads the checkpoint, quantizes it with args and evaluates it.
 func (s *Session) PTQ(args passes.QuantizeArgs) (*mase.MaseGraph, float64, error) {
+	return s.transformAndEvaluate(func(mg *mase.MaseGraph) (*mase.MaseGraph, error) {
+		mg, _, err := passes.QuantizeTransform(mg, args)
+		return mg, err
+	})
+}
+
+// transformAndEvaluate loads the checkpoint, applies transform and
+// evaluates the result.
+func (s *Session) transformAndEvaluate(transform func(*mase.MaseGraph) (*mase.MaseGraph, error)) (*mase.MaseGraph, float64, error) {
 	mg, err := s.Load()
 	if err != nil {
 		return nil, 0, err
 	}
-	if mg, _, err = passes.QuantizeTransform(mg, args); err != nil {
+	if mg, err = transform(mg); err != nil {
 		return nil, 0, err
 	}
 	m, err := s.Evaluate(mg)
