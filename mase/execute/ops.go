@@ -3,6 +3,7 @@ package execute
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -400,26 +401,159 @@ func sdpa(c *opCtx, args []any, kwargs map[string]any) (any, error) {
 			return nil, err
 		}
 	}
-	scores := graph.MulScalar(graph.MatMul(q, graph.Transpose(k, k.Rank()-2, k.Rank()-1)), scale)
+	var mask *graph.Node
 	if m, ok := kwargs["attn_mask"]; ok && m != nil {
-		mask, ok := m.(*graph.Node)
-		if !ok {
+		if mask, ok = m.(*graph.Node); !ok {
 			return nil, fmt.Errorf("scaled_dot_product_attention: attn_mask is %T, want a tensor", m)
 		}
-		scores = nn.Broadcasting(graph.Add)(scores, mask)
 	}
 	if causal, _ := kwargs["is_causal"].(bool); causal {
 		return nil, fmt.Errorf("scaled_dot_product_attention: is_causal=True is not supported yet")
 	}
-	weights := graph.Softmax(scores, scores.Rank()-1)
+	rate := 0.0
 	if p, ok := kwargs["dropout_p"]; ok && c.mode.Training {
-		rate, err := floatArg("dropout_p", p)
-		if err != nil {
+		if rate, err = floatArg("dropout_p", p); err != nil {
 			return nil, err
 		}
-		weights = nn.DropoutOp(trainCall(c), weights, rate)
 	}
-	return graph.MatMul(weights, v), nil
+	return attention(c, q, k, v, mask, scale, rate), nil
+}
+
+// attention computes sdpa's softmax(q kᵀ·scale + mask) v with dropout rate
+// on the weights (train mode). For 4-D q, k, v [batch, heads, seq, dim] and
+// an additive float mask it uses matmuls with the heads as a batch axis
+// (no transposes: the Go backend's matmul takes them as they are), the
+// fused softmax and a hand-written gradient (nn.CustomGradient) that
+// transposes only the two [seq, seq] operands its matmuls need; otherwise,
+// or with GOMLX_FUSION=0, the decomposed GoMLX ops.
+func attention(c *opCtx, q, k, v, mask *graph.Node, scale, rate float64) *graph.Node {
+	var kept *graph.Node // dropout: 1/(1-rate) where the weights are kept, 0 elsewhere; drawn once
+	dropout := func(w *graph.Node) *graph.Node {
+		if rate <= 0 {
+			return w
+		}
+		if kept == nil {
+			u := trainCall(c).Random(w.Shape().Dimensions...)
+			kept = nn.DropoutMask(graph.GreaterOrEqual(u, graph.Scalar(w.Graph(), u.DType(), rate)), w.DType(), rate)
+		}
+		return graph.Mul(w, kept)
+	}
+	slow := func() *graph.Node {
+		scores := graph.MulScalar(graph.MatMul(q, graph.Transpose(k, k.Rank()-2, k.Rank()-1)), scale)
+		if mask != nil {
+			scores = nn.Broadcasting(graph.Add)(scores, mask)
+		}
+		return graph.MatMul(dropout(graph.Softmax(scores, scores.Rank()-1)), v)
+	}
+	if rate >= 1 || q.Rank() != 4 || k.Rank() != 4 || v.Rank() != 4 || !q.DType().IsFloat() ||
+		k.DType() != q.DType() || v.DType() != q.DType() || (mask != nil && (mask.DType() != q.DType() || mask.Rank() > 4)) {
+		return slow()
+	}
+	qd, kd, vd := q.Shape().Dimensions, k.Shape().Dimensions, v.Shape().Dimensions
+	if qd[0] != kd[0] || qd[1] != kd[1] || qd[3] != kd[3] || vd[0] != kd[0] || vd[1] != kd[1] || vd[2] != kd[2] {
+		return slow()
+	}
+	scoreDims := []int{qd[0], qd[1], qd[2], kd[2]}
+	var fullMask *graph.Node // the mask broadcast to the scores' shape
+	if mask != nil {
+		if fullMask = broadcastMask(mask, scoreDims); fullMask == nil {
+			return slow()
+		}
+	}
+	batch := []int{0, 1}
+	// The scale multiplies q when that is smaller than the scores.
+	scaleQ := qd[3] < kd[2]
+	var qs, weights, dropped *graph.Node // q (scaled if scaleQ), softmax output, and after dropout
+	fast := func() *graph.Node {
+		qs = q
+		if scaleQ {
+			qs = graph.MulScalar(q, scale)
+		}
+		scores := graph.DotGeneral(qs, []int{3}, batch, k, []int{3}, batch)
+		if !scaleQ {
+			scores = graph.MulScalar(scores, scale)
+		}
+		if fullMask != nil {
+			scores = graph.Add(scores, fullMask)
+		}
+		weights = graph.BackendFusedSoftmax(scores, 3)
+		dropped = weights
+		if rate > 0 {
+			dropped = dropout(weights)
+		}
+		return graph.DotGeneral(dropped, []int{3}, batch, v, []int{2}, batch)
+	}
+	inputs := []*graph.Node{q, k, v}
+	if mask != nil {
+		inputs = append(inputs, mask)
+	}
+	outShape := shapes.Make(q.DType(), qd[0], qd[1], qd[2], vd[3])
+	return nn.CustomGradient(inputs, outShape, fast, slow, func(_, dOut *graph.Node) []*graph.Node {
+		// With S = q·kᵀ·scale + mask, P = softmax(S), O = P·v (dropout on P
+		// aside): dv = Pᵀ·dO, dP = dO·vᵀ, dS = softmax'(dP), dq = dS·k·scale,
+		// dk = dSᵀ·q·scale, dmask = dS (summed over its broadcast axes).
+		dv := graph.DotGeneral(graph.Transpose(dropped, 2, 3), []int{3}, batch, dOut, []int{2}, batch)
+		// softmax'(dP·mask) needs (dP·mask)·P = dP·(mask·P) = dP·dropped.
+		dp := graph.DotGeneral(dOut, []int{3}, batch, v, []int{3}, batch)
+		dScores := nn.SoftmaxGradFromProduct(weights, graph.Mul(dp, dropped))
+		var dq, dk *graph.Node
+		if scaleQ {
+			dq = graph.MulScalar(graph.DotGeneral(dScores, []int{3}, batch, k, []int{2}, batch), scale)
+			dk = graph.DotGeneral(graph.Transpose(dScores, 2, 3), []int{3}, batch, qs, []int{2}, batch)
+		} else {
+			ds := graph.MulScalar(dScores, scale)
+			dq = graph.DotGeneral(ds, []int{3}, batch, k, []int{2}, batch)
+			dk = graph.DotGeneral(graph.Transpose(ds, 2, 3), []int{3}, batch, q, []int{2}, batch)
+		}
+		grads := []*graph.Node{dq, dk, dv}
+		if mask != nil {
+			grads = append(grads, reduceToShape(dScores, mask.Shape()))
+		}
+		return grads
+	})
+}
+
+// broadcastMask expands an additive mask (rank ≤ 4, broadcastable) to the
+// scores' dimensions, or returns nil if it cannot. The broadcast is
+// explicit (and goes through a lower rank, so the Go backend does not fold
+// it back into the add): its implicit broadcasting in binary ops is slow,
+// and the layers of a model share the one expanded mask.
+func broadcastMask(mask *graph.Node, dims []int) *graph.Node {
+	md := mask.Shape().Dimensions
+	if slices.Equal(md, dims) {
+		return mask
+	}
+	offset := len(dims) - len(md)
+	var kept, expanded []int // kept: mask dims of the axes it has; expanded: the axes it is broadcast on
+	for axis := range dims {
+		i := axis - offset
+		switch {
+		case i >= 0 && md[i] == dims[axis]:
+			kept = append(kept, md[i])
+		case i < 0 || md[i] == 1:
+			expanded = append(expanded, axis)
+		default:
+			return nil
+		}
+	}
+	return graph.ExpandAndBroadcast(graph.Reshape(mask, kept...), dims, expanded)
+}
+
+// reduceToShape sums x over the axes a broadcast to x's shape expanded
+// from shape (right-aligned, as PyTorch), and reshapes to shape.
+func reduceToShape(x *graph.Node, shape shapes.Shape) *graph.Node {
+	dims := x.Shape().Dimensions
+	offset := len(dims) - shape.Rank()
+	var axes []int
+	for axis := range dims {
+		if i := axis - offset; i < 0 || (shape.Dimensions[i] == 1 && dims[axis] != 1) {
+			axes = append(axes, axis)
+		}
+	}
+	if len(axes) > 0 {
+		x = graph.ReduceSum(x, axes...)
+	}
+	return graph.Reshape(x, shape.Dimensions...)
 }
 
 // trainCall gives the functional ops the random source of train mode.
@@ -466,7 +600,7 @@ func softmax(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
 			return nil, err
 		}
 	}
-	return graph.Softmax(x, normAxis(dim, x.Rank())), nil
+	return nn.SoftmaxOp(x, dim), nil
 }
 
 func flatten(_ *opCtx, args []any, kwargs map[string]any) (any, error) {

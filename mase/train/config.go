@@ -3,11 +3,14 @@
 // learning-rate schedule, gradient-norm clipping, batches of 8, accuracy
 // over the evaluation split.
 //
-// The whole training step — forward in train mode (dropout on), the
-// gradients of the loss with respect to every trainable parameter, global
-// norm clipping and the AdamW update — is one compiled GoMLX computation.
-// The optimizer is GoMLX's Adam (optimizer.Adam), whose weight decay is
-// decoupled and scaled by the learning rate as in torch.optim.AdamW.
+// The forward in train mode (dropout on) and the gradients of the loss
+// with respect to every trainable parameter are one compiled GoMLX
+// computation; global norm clipping and the AdamW update (the arithmetic
+// of GoMLX's optimizer.Adam, whose weight decay is decoupled and scaled by
+// the learning rate as in torch.optim.AdamW) run in Go on its outputs, one
+// fused loop per parameter (adamw.go). Embedding tables only looked up by
+// nn.Embedding get their gradient as the looked-up rows' gradients, which
+// the optimizer scatters.
 package train
 
 import (

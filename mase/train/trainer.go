@@ -12,11 +12,11 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/train/optimizer"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
 
@@ -35,6 +35,12 @@ type Trainer struct {
 	inputs []string
 	step   *model.Exec
 	eval   *execute.Compiled
+
+	// stepOuts describes the outputs of each compiled step graph (one
+	// per set of input shapes).
+	stepOuts sync.Map // *graph.Graph → *stepOutputs
+	stepMu   sync.Mutex
+	opt      adamW // guarded by stepMu
 
 	mu        sync.Mutex
 	gradNorm  float64
@@ -126,52 +132,133 @@ func TrainableParameters(m *nn.Model) int {
 	return n
 }
 
-// stepGraph builds one training step: inputs are the batch tensors in
-// placeholder order followed by the learning rate; outputs are the loss
-// and the global gradient norm before clipping.
+// stepGraph builds the graph of one training step: inputs are the batch
+// tensors in placeholder order; outputs are the loss and the gradients of
+// the trainable parameters the loss depends on, as recorded in stepOuts
+// (see stepOutputs). Clipping and AdamW run in Go on the gradients (see adamW):
+// on the Go backend each elementwise graph op is a separate pass over
+// memory, and the optimizer's dozen passes over the 3.9M-entry embedding
+// table cost more than the whole update done in one loop.
 func (t *Trainer) stepGraph(scope *model.Scope, ins []*graph.Node) []*graph.Node {
 	g := ins[0].Graph()
 	byName := map[string]*graph.Node{}
 	for i, name := range t.inputs {
 		byName[name] = ins[i]
 	}
-	lr := ins[len(t.inputs)]
 	vals, err := execute.Build(g, scope, t.mg.Model, t.mg.Graph, byName, execute.Mode{Training: true})
 	if err != nil {
 		panic(err)
 	}
 	loss := vals[t.mg.Graph.OutputNode()].([]any)[0].(*graph.Node)
-	grads := scope.BuildTrainableVariablesGradientsGraph(loss)
-	if len(grads) == 0 {
-		panic(fmt.Errorf("no trainable parameters: everything is frozen"))
-	}
-	sq := graph.ScalarZero(g, loss.DType())
-	for _, gr := range grads {
-		sq = graph.Add(sq, graph.ReduceAllSum(graph.Square(gr)))
-	}
-	norm := graph.Sqrt(sq)
-	if t.cfg.MaxGradNorm > 0 {
-		// torch.nn.utils.clip_grad_norm_: scale by max_norm/(norm+1e-6), at most 1.
-		coef := graph.Min(graph.ScalarOne(g, norm.DType()),
-			graph.Div(graph.Scalar(g, norm.DType(), t.cfg.MaxGradNorm), graph.AddScalar(norm, 1e-6)))
-		for i := range grads {
-			grads[i] = graph.Mul(grads[i], coef)
+	var params []*model.Variable
+	for v := range scope.IterVariables() {
+		if v.Trainable && v.InUseByGraph(g) {
+			if v.DType() != dtypes.Float32 {
+				panic(fmt.Errorf("parameter %s is %s: the optimizer handles float32 parameters", v.Name(), v.DType()))
+			}
+			params = append(params, v)
 		}
 	}
-	optimizer.LearningRateVar(scope, loss.DType(), t.cfg.LearningRate).SetNodeValue(lr)
-	opt := optimizer.Adam().LearningRate(t.cfg.LearningRate).Betas(t.cfg.Beta1, t.cfg.Beta2).
-		Epsilon(t.cfg.Epsilon).WeightDecay(t.cfg.WeightDecay).Done()
-	opt.(interface {
-		UpdateGraphWithGradients(*model.Scope, []*graph.Node, dtypes.DType)
-	}).UpdateGraphWithGradients(scope, grads, loss.DType())
-	return []*graph.Node{loss, norm}
+	if len(params) == 0 {
+		panic(fmt.Errorf("no trainable parameters: everything is frozen"))
+	}
+	lookups := t.embeddingLookups(g, vals, params)
+	outs := &stepOutputs{}
+	var wrt, ids []*graph.Node
+	for _, v := range params {
+		if ls := lookups[v]; len(ls) > 0 {
+			outs.params = append(outs.params, paramOutputs{v: v, lookups: len(ls)})
+			for _, l := range ls {
+				wrt, ids = append(wrt, l.rows), append(ids, l.ids)
+			}
+		} else {
+			outs.params = append(outs.params, paramOutputs{v: v})
+			wrt = append(wrt, v.NodeValue(g))
+		}
+	}
+	t.stepOuts.Store(g, outs)
+	grads := graph.Gradient(loss, wrt...)
+	for i, id := range ids {
+		if id.DType() != dtypes.Int32 {
+			ids[i] = graph.ConvertDType(id, dtypes.Int32)
+		}
+	}
+	return append(append([]*graph.Node{loss}, grads...), ids...)
+}
+
+// stepOutputs describes the outputs of a step graph after the loss: for
+// each parameter in order, its gradient, or the gradients of the rows its
+// embedding lookups gathered ([..., dim] each); then the ids of every
+// lookup ([..., 1] int32), in the same order.
+type stepOutputs struct{ params []paramOutputs }
+
+// paramOutputs is one parameter of a step graph.
+type paramOutputs struct {
+	v       *model.Variable
+	lookups int // number of embedding lookups (0: dense gradient)
+}
+
+// lookup is one embedding lookup in a step graph: the gathered rows and
+// their ids.
+type lookup struct{ rows, ids *graph.Node }
+
+// embeddingLookups finds the trainable embedding tables whose only use in g
+// is row lookups by nn.Embedding modules. Their gradient is a scatter-add
+// of the gathered rows' gradients: rather than a dense [num, dim] gradient
+// (a fresh 15.6 MB buffer for bert-tiny's vocabulary at each step), the
+// step graph returns the rows' gradients and ids, and adamW scatters them.
+func (t *Trainer) embeddingLookups(g *graph.Graph, vals execute.Values, params []*model.Variable) map[*model.Variable][]lookup {
+	byNode := map[*graph.Node]*model.Variable{}
+	for _, v := range params {
+		if v.Shape().Rank() == 2 {
+			byNode[v.NodeValue(g)] = v
+		}
+	}
+	found := map[*model.Variable][]lookup{}
+	gathers := map[*graph.Node]bool{}
+	for _, n := range t.mg.Graph.Nodes() {
+		if n.Op != ir.CallModule {
+			continue
+		}
+		if mod, ok := t.mg.Model.Module(n.Target); !ok {
+			continue
+		} else if _, ok := mod.(*nn.Embedding); !ok {
+			continue
+		}
+		rows, ok := vals[n].(*graph.Node)
+		if !ok || rows.Type() != graph.NodeTypeGather || len(rows.Inputs()) != 2 {
+			continue
+		}
+		v := byNode[rows.Inputs()[0]]
+		ids := rows.Inputs()[1]
+		dim := rows.Shape().Dimensions
+		if v == nil || ids.Shape().Dimensions[ids.Rank()-1] != 1 || dim[len(dim)-1] != v.Shape().Dimensions[1] {
+			continue
+		}
+		found[v] = append(found[v], lookup{rows: rows, ids: ids})
+		gathers[rows] = true
+	}
+	// A table used by anything but those lookups keeps a dense gradient.
+	for _, n := range g.Nodes() {
+		if gathers[n] {
+			continue
+		}
+		for _, in := range n.Inputs() {
+			if v := byNode[in]; v != nil {
+				delete(found, v)
+			}
+		}
+	}
+	return found
 }
 
 // Step runs one optimizer step on a batch at learning rate lr and returns
 // the batch loss (before the update) and the gradient norm (before
-// clipping).
+// clipping). Concurrent calls run one after the other.
 func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) {
-	args := make([]any, 0, len(t.inputs)+1)
+	t.stepMu.Lock()
+	defer t.stepMu.Unlock()
+	args := make([]any, 0, len(t.inputs))
 	for _, name := range t.inputs {
 		x, ok := b[name]
 		if !ok {
@@ -179,13 +266,47 @@ func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) 
 		}
 		args = append(args, x)
 	}
-	args = append(args, tensors.FromScalar(float32(lr)))
-	outs, err := t.step.Call(args...)
+	outs, g, err := t.step.CallWithGraph(args...)
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
 	}
+	defer func() {
+		for _, o := range outs {
+			o.FinalizeAll()
+		}
+	}()
+	desc, ok := t.stepOuts.Load(g)
+	if !ok {
+		return 0, 0, fmt.Errorf("train step: no parameters recorded for the step graph")
+	}
+	params := desc.(*stepOutputs).params
+	next, nextIDs := 1, 1 // the next gradient, the next lookup's ids
+	for _, p := range params {
+		nextIDs += max(p.lookups, 1)
+	}
+	var grads []paramGrad
+	for _, p := range params {
+		pg := paramGrad{v: p.v}
+		if p.lookups == 0 {
+			pg.dense = outs[next]
+			next++
+		} else {
+			for range p.lookups {
+				pg.rows = append(pg.rows, outs[next])
+				pg.ids = append(pg.ids, outs[nextIDs])
+				next, nextIDs = next+1, nextIDs+1
+			}
+		}
+		grads = append(grads, pg)
+	}
+	if nextIDs != len(outs) {
+		return 0, 0, fmt.Errorf("train step: %d outputs, want %d", len(outs), nextIDs)
+	}
 	l := float64(tensors.MustCopyFlatData[float32](outs[0])[0])
-	n := float64(tensors.MustCopyFlatData[float32](outs[1])[0])
+	n, err := t.opt.update(t.cfg, lr, grads)
+	if err != nil {
+		return 0, 0, fmt.Errorf("train step: %w", err)
+	}
 	t.mu.Lock()
 	t.stepsDone++
 	t.gradNorm = n
