@@ -91,5 +91,6 @@ func SparsityChart(points []SparsityPoint, baseline float64, withPruned bool) pl
 			add("unpruned baseline", p.Sparsity, baseline)
 		}
 	}
-	return plot.Chart{Title: "Pruning sweep (weights and activations, local)", XLabel: "sparsity", YLabel: "test accuracy", Series: series}
+	return plot.Chart{Title: "Pruning sweep (weights and activations, local)", XLabel: "sparsity", YLabel: "test accuracy",
+		Series: series, Points: true}
 }

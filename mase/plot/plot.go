@@ -25,6 +25,11 @@ type Chart struct {
 	Series                []Series
 	// Width and Height in centimetres (default 16 × 9).
 	Width, Height float64
+	// Points marks every data point (sweeps with few points).
+	Points bool
+	// LegendBottom puts the legend at the bottom right instead of the top
+	// right (curves that rise to the top, such as accuracy).
+	LegendBottom bool
 }
 
 // palette holds readable, distinct line colours.
@@ -56,11 +61,29 @@ func LineSVG(c Chart) ([]byte, error) {
 		line.Color = palette[i%len(palette)]
 		line.Width = vg.Points(1.5)
 		p.Add(line)
+		var marks *plotter.Scatter
+		if c.Points {
+			if marks, err = plotter.NewScatter(pts); err != nil {
+				return nil, fmt.Errorf("plot: series %q: %w", s.Name, err)
+			}
+			marks.Color = line.Color
+			marks.Radius = vg.Points(2.5)
+			p.Add(marks)
+		}
 		if s.Name != "" {
-			p.Legend.Add(s.Name, line)
+			if marks != nil {
+				p.Legend.Add(s.Name, line, marks)
+			} else {
+				p.Legend.Add(s.Name, line)
+			}
 		}
 	}
-	p.Legend.Top = true
+	// Leave 5% of the range free above and below, so no line runs along
+	// the frame or under the legend's edge.
+	if pad := (p.Y.Max - p.Y.Min) * 0.05; pad > 0 {
+		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
+	}
+	p.Legend.Top = !c.LegendBottom
 	w, h := c.Width, c.Height
 	if w <= 0 {
 		w = 16
