@@ -68,6 +68,9 @@ type graphDoc struct {
 type modelDoc struct {
 	Name string `json:"name"`
 	Seed uint64 `json:"seed"`
+	// Config is the registry model's configuration (models.ConfigOf),
+	// when it has one: another hidden size, layer count, label count...
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 // paramsDoc ties the JSON to its safetensors file.
@@ -207,7 +210,7 @@ func Export(base string, mg *mase.MaseGraph, spec Spec) error {
 	sum := sha256.Sum256(stData)
 	doc := graphDoc{
 		Format: graphFormat, Version: graphVersion,
-		Model:      modelDoc{Name: name, Seed: spec.Seed},
+		Model:      modelDoc{Name: name, Seed: spec.Seed, Config: modelConfig(mg.Model)},
 		Parameters: paramsDoc{File: filepath.Base(stPath), Bytes: len(stData), SHA256: hex.EncodeToString(sum[:]), Count: len(st.Tensors)},
 		InputNames: mg.InputNames,
 		Modules:    moduleTree(mg.Model),
@@ -475,8 +478,8 @@ func treeDiff(want, got []moduleDoc) string {
 // registryTree builds a registry model, traces it with the input names
 // (which registers modules created during forward, such as
 // crossentropyloss_0) and returns it with its module tree.
-func registryTree(name string, seed uint64, inputNames []string) (*nn.Model, []moduleDoc, error) {
-	m, err := models.New(name, seed)
+func registryTree(name string, seed uint64, inputNames []string, config json.RawMessage) (*nn.Model, []moduleDoc, error) {
+	m, err := models.NewFromConfig(name, config, seed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -514,7 +517,18 @@ func identify(mg *mase.MaseGraph, spec Spec) (string, []replacedDoc, error) {
 // replacementsFor lists the leaf modules of mg that differ from registry
 // model name's, and checks that re-applying them rebuilds mg's tree.
 func replacementsFor(mg *mase.MaseGraph, name string, seed uint64) ([]replacedDoc, error) {
-	m, tree, err := registryTree(name, seed, mg.InputNames)
+	config, _ := models.ConfigOf(mg.Model)
+	if config != nil {
+		// Compare the roots first: another model's config means nothing here.
+		def, err := models.New(name, seed)
+		if err != nil {
+			return nil, err
+		}
+		if mg.Model.Root.TypeName() != def.Root.TypeName() {
+			return nil, fmt.Errorf("the root is %s, the registry model's is %s", mg.Model.Root.TypeName(), def.Root.TypeName())
+		}
+	}
+	m, tree, err := registryTree(name, seed, mg.InputNames, config)
 	if err != nil {
 		return nil, err
 	}
@@ -662,7 +676,7 @@ func lineCol(raw []byte, offset int64) (int, int) {
 
 // rebuild makes the model and graph of a decoded checkpoint.
 func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
-	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames)
+	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames, doc.Model.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -841,4 +855,10 @@ func toGoMLX(t *Tensor) (*tensors.Tensor, error) {
 		return tensors.FromFlatDataAndDimensions(out, t.Shape...), nil
 	}
 	return nil, fmt.Errorf("dtype %s cannot be a buffer (allowed: F32, I32)", t.DType)
+}
+
+// modelConfig is the model's registry configuration, or nil.
+func modelConfig(m *nn.Model) json.RawMessage {
+	config, _ := models.ConfigOf(m)
+	return config
 }

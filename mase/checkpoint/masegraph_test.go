@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
 )
 
@@ -286,29 +287,49 @@ func TestExportNeedsARegistryModel(t *testing.T) {
 	}
 	sameOutputs(t, three, back, dummyIn())
 
-	// One encoder layer is a structural difference no leaf replacement
-	// makes up for.
+	// A NAS-like model: other sizes and layer counts (the model's config is
+	// stored) and an Identity in place of a square Linear (a replaced leaf).
 	cfg = models.BertTinyConfig()
-	cfg.NumHiddenLayers = 1
+	cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.HiddenSize, cfg.IntermediateSize = 4, 4, 256, 1024
 	if m, err = models.NewBertForSequenceClassification(cfg, 1); err != nil {
 		t.Fatal(err)
 	}
-	mg, err := mase.NewMaseGraph(m, nil)
+	if err := m.ReplaceModule("bert.encoder.layer.3.attention.output.dense", nn.NewIdentity(), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	nas, err := mase.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(dir, "one-layer")
-	err = Export(base, mg, Spec{})
-	if err == nil || !strings.Contains(err.Error(), "cannot identify the model (root BertForSequenceClassification)") ||
-		!strings.Contains(err.Error(), "Spec{Model: ...}") || !strings.Contains(err.Error(), "bert-tiny: module bert.encoder.layer.1") {
-		t.Errorf("unidentifiable model: %v", err)
+	if err := Export(filepath.Join(dir, "nas"), nas, Spec{}); err != nil {
+		t.Fatalf("NAS model: %v", err)
 	}
-	err = Export(base, mg, Spec{Model: "bert-tiny"})
-	if err == nil || !strings.Contains(err.Error(), "module bert.encoder.layer.1 (BertLayer) is missing") {
+	if back, err = Import(filepath.Join(dir, "nas")); err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Model.String(); got != nas.Model.String() {
+		t.Errorf("NAS model tree after import differs:\n%s", got)
+	}
+	sameOutputs(t, nas, back, dummyIn())
+
+	// A model the registry cannot build.
+	base := filepath.Join(dir, "wrong")
+	err = Export(base, nas, Spec{Model: "mlp"})
+	if err == nil || !strings.Contains(err.Error(), `Import would rebuild models.New("mlp")`) ||
+		!strings.Contains(err.Error(), "the root is BertForSequenceClassification, the registry model's is MLP") {
 		t.Errorf("wrong model named: %v", err)
 	}
-	if err = Export(base, mg, Spec{Model: "gpt"}); err == nil || !strings.Contains(err.Error(), "allowed: bert-tiny, mlp") {
+	if err = Export(base, nas, Spec{Model: "gpt"}); err == nil || !strings.Contains(err.Error(), "allowed: bert-tiny, mlp") {
 		t.Errorf("unknown model named: %v", err)
+	}
+	// A leaf of a kind that cannot be saved.
+	if err := m.ReplaceModule("bert.pooler.activation", unsavable{}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = Export(base, nas, Spec{})
+	if err == nil || !strings.Contains(err.Error(), "cannot identify the model (root BertForSequenceClassification)") ||
+		!strings.Contains(err.Error(), "module bert.pooler.activation (Unsavable) differs from the registry model's and module kind unsavable (Unsavable) cannot be saved") {
+		t.Errorf("unsavable leaf: %v", err)
 	}
 	if _, statErr := os.Stat(base + ".json"); statErr == nil {
 		t.Error("a failed export wrote files")
@@ -525,3 +546,12 @@ func TestExportImportPruned(t *testing.T) {
 	in["labels"] = tensors.FromValue([]int32{0, 1})
 	sameOutputs(t, mg, back, in)
 }
+
+// unsavable is a leaf module of a kind nn.RegisterModuleKind never saw.
+type unsavable struct{}
+
+func (unsavable) TypeName() string                                              { return "Unsavable" }
+func (unsavable) ExtraRepr() string                                             { return "" }
+func (unsavable) Children() []nn.Named                                          { return nil }
+func (unsavable) Params() []nn.ParamSpec                                        { return nil }
+func (unsavable) Forward(_ *nn.Call, args []any, _ map[string]any) (any, error) { return args[0], nil }

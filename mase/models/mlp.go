@@ -1,6 +1,8 @@
 package models
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/gomase/gomase/mase/ir"
@@ -40,6 +42,40 @@ func (m *MLP) Forward(t *trace.Tracer, in map[string]*ir.Node) error {
 
 // Names lists the models New can build.
 func Names() []string { return []string{"bert-tiny", "mlp"} }
+
+// ConfigOf returns the JSON configuration of a registry model whose root
+// carries one (BertForSequenceClassification: its BertConfig), so that
+// NewFromConfig rebuilds the same module tree (a NAS model with other
+// sizes or layer counts, a classifier with more labels).
+func ConfigOf(m *nn.Model) (json.RawMessage, bool) {
+	if b, ok := m.Root.(*BertForSequenceClassification); ok {
+		js, err := json.Marshal(b.Config)
+		return js, err == nil
+	}
+	return nil, false
+}
+
+// NewFromConfig builds registry model name with a configuration from
+// ConfigOf (nil: the default, as New). Unknown or badly typed fields are
+// errors.
+func NewFromConfig(name string, config json.RawMessage, seed uint64) (*nn.Model, error) {
+	if len(config) == 0 {
+		return New(name, seed)
+	}
+	switch name {
+	case "bert-tiny":
+		cfg := BertTinyConfig()
+		dec := json.NewDecoder(bytes.NewReader(config))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("model %s: config %s: %w", name, config, err)
+		}
+		return NewBertForSequenceClassification(cfg, seed)
+	case "mlp":
+		return nil, fmt.Errorf("model mlp takes no config (got %s)", config)
+	}
+	return nil, fmt.Errorf("unknown model %q (allowed: bert-tiny, mlp)", name)
+}
 
 // New builds a model by name (see Names), seeded.
 func New(name string, seed uint64) (*nn.Model, error) {

@@ -124,3 +124,33 @@ func TestMLPGraphAndValues(t *testing.T) {
 	}
 	_ = ir.Output
 }
+
+func TestConfigRoundTrip(t *testing.T) {
+	cfg := BertTinyConfig()
+	cfg.HiddenSize, cfg.NumHiddenLayers = 192, 3
+	m, err := NewBertForSequenceClassification(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, ok := ConfigOf(m)
+	if !ok {
+		t.Fatal("bert has a config")
+	}
+	back, err := NewFromConfig("bert-tiny", js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.String() != m.String() {
+		t.Errorf("rebuilt tree differs:\n%s\nwant\n%s", back.String(), m.String())
+	}
+	mlp, _ := NewMLP(1)
+	if _, ok := ConfigOf(mlp); ok {
+		t.Error("the MLP has no config")
+	}
+	if _, err := NewFromConfig("bert-tiny", []byte(`{"hidden_sise": 3}`), 1); err == nil || !strings.Contains(err.Error(), `unknown field "hidden_sise"`) {
+		t.Errorf("bad field: %v", err)
+	}
+	if _, err := NewFromConfig("bert-tiny", []byte(`{"hidden_size": 100, "num_attention_heads": 3}`), 1); err == nil || !strings.Contains(err.Error(), "not a multiple") {
+		t.Errorf("invalid config: %v", err)
+	}
+}
