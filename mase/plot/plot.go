@@ -30,6 +30,8 @@ type Chart struct {
 	// LegendBottom puts the legend at the bottom right instead of the top
 	// right (curves that rise to the top, such as accuracy).
 	LegendBottom bool
+	// LegendLeft puts the legend on the left instead of the right.
+	LegendLeft bool
 }
 
 // palette holds readable, distinct line colours.
@@ -84,6 +86,7 @@ func LineSVG(c Chart) ([]byte, error) {
 		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
 	}
 	p.Legend.Top = !c.LegendBottom
+	p.Legend.Left = c.LegendLeft
 	w, h := c.Width, c.Height
 	if w <= 0 {
 		w = 16
