@@ -1,0 +1,183 @@
+package search
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// System attributes the GridSampler records on each of its trials.
+const (
+	gridIDAttr          = "grid_id"
+	gridFingerprintAttr = "grid"
+)
+
+// GridSampler evaluates every point of a grid (the Cartesian product of the
+// values given per parameter) exactly once, in an order drawn at random from
+// the seed, like Optuna's GridSampler: each trial takes a point that no
+// finished or running trial of the study has taken, so a resumed study (or
+// another process sharing the journal) goes on with the points left, and a
+// point whose trial crashed is tried again. Optimize stops once every point
+// has been evaluated.
+//
+// Every parameter the objective suggests must be in the grid (else the trial
+// fails with an error); grid values must suit the suggestion: numbers for
+// SuggestFloat, integers for SuggestInt, one of the choices (by value) for
+// SuggestCategorical. A numeric grid value outside the suggested range is
+// used anyway, with a warning (as Optuna does).
+type GridSampler struct {
+	names  []string // sorted
+	values [][]any  // values[i] are the grid values of names[i]
+	total  int
+	fp     string
+	rng    *rand.Rand
+}
+
+// NewGridSampler returns a GridSampler over grid, which maps each parameter
+// name to its values (nil, bool, string or Go numbers). seed fixes the order
+// in which the points are visited.
+func NewGridSampler(grid map[string][]any, seed int64) (*GridSampler, error) {
+	g := &GridSampler{names: slices.Sorted(maps.Keys(grid)), total: 1, rng: newRNG(seed)}
+	h := sha256.New()
+	for _, name := range g.names {
+		vals := grid[name]
+		if len(vals) == 0 {
+			return nil, fmt.Errorf("search: NewGridSampler: parameter %q has no values; give at least one", name)
+		}
+		enc := make([]wireChoice, len(vals))
+		for i, v := range vals {
+			wc, err := encodeChoice(v)
+			if err != nil {
+				return nil, fmt.Errorf("search: NewGridSampler: parameter %q, value %d: %w", name, i, err)
+			}
+			enc[i] = wc
+		}
+		b, _ := json.Marshal(enc)
+		fmt.Fprintf(h, "%q=%s;", name, b)
+		g.values = append(g.values, slices.Clone(vals))
+		if g.total > (1<<31)/len(vals) {
+			return nil, fmt.Errorf("search: NewGridSampler: the grid has more than 2^31 points; use a smaller grid or another sampler")
+		}
+		g.total *= len(vals)
+	}
+	g.fp = hex.EncodeToString(h.Sum(nil))[:16]
+	return g, nil
+}
+
+// Len returns the number of grid points.
+func (g *GridSampler) Len() int { return g.total }
+
+// Point returns the parameter values of grid point id (0 ≤ id < Len), in the
+// order of itertools.product over the sorted names.
+func (g *GridSampler) Point(id int) map[string]any {
+	p := make(map[string]any, len(g.names))
+	for i := len(g.names) - 1; i >= 0; i-- {
+		n := len(g.values[i])
+		p[g.names[i]] = g.values[i][id%n]
+		id /= n
+	}
+	return p
+}
+
+func (g *GridSampler) value(id int, name string) (any, bool) {
+	k, ok := slices.BinarySearch(g.names, name)
+	if !ok {
+		return nil, false
+	}
+	for i := len(g.names) - 1; i > k; i-- {
+		id /= len(g.values[i])
+	}
+	return g.values[k][id%len(g.values[k])], true
+}
+
+// points sorts the study's grid points: finished (visited) and running.
+// A trial failed by crash recovery does not count as a visit.
+func (g *GridSampler) points(s *Study) (visited, running map[int]bool, err error) {
+	ts, err := s.history()
+	if err != nil {
+		return nil, nil, err
+	}
+	visited, running = map[int]bool{}, map[int]bool{}
+	for _, t := range ts {
+		if t.SystemAttrs[gridFingerprintAttr] != g.fp {
+			continue
+		}
+		id, err := strconv.Atoi(t.SystemAttrs[gridIDAttr])
+		if err != nil || id < 0 || id >= g.total {
+			continue
+		}
+		switch {
+		case t.State == Running:
+			running[id] = true
+		case t.recovered:
+		default:
+			visited[id] = true
+		}
+	}
+	return visited, running, nil
+}
+
+func (g *GridSampler) exhausted(s *Study) (bool, error) {
+	visited, _, err := g.points(s)
+	return len(visited) >= g.total, err
+}
+
+// beforeTrial gives the trial a point no other trial has: one neither
+// finished nor running, else (all taken by running trials elsewhere) one not
+// finished.
+func (g *GridSampler) beforeTrial(s *Study, t *Trial) error {
+	visited, running, err := g.points(s)
+	if err != nil {
+		return err
+	}
+	var free, unfinished []int
+	for id := range g.total {
+		if !visited[id] {
+			unfinished = append(unfinished, id)
+			if !running[id] {
+				free = append(free, id)
+			}
+		}
+	}
+	if len(free) == 0 {
+		free = unfinished
+	}
+	if len(free) == 0 {
+		s.logger.Warn("search: the grid is exhausted; re-evaluating a random point", "study", s.name, "trial", t.number)
+		free = []int{g.rng.IntN(g.total)}
+	}
+	id := free[g.rng.IntN(len(free))]
+	if err := t.setSystemAttr(gridFingerprintAttr, g.fp); err != nil {
+		return err
+	}
+	return t.setSystemAttr(gridIDAttr, strconv.Itoa(id))
+}
+
+// Sample returns the trial's grid value for name.
+func (g *GridSampler) Sample(_ *Study, t *Trial, name string, dist Distribution) (float64, error) {
+	ids, ok := t.systemAttr(gridIDAttr)
+	if !ok {
+		return 0, fmt.Errorf("trial %d has no grid point; a GridSampler samples only trials it started (through Optimize or Ask)", t.number)
+	}
+	id, _ := strconv.Atoi(ids)
+	v, ok := g.value(id, name)
+	if !ok {
+		return 0, fmt.Errorf("parameter %q is not in the grid (grid parameters: %s); every parameter the objective suggests must be listed in the grid given to NewGridSampler",
+			name, strings.Join(g.names, ", "))
+	}
+	x, err := dist.ToInternal(v)
+	if err != nil {
+		return 0, fmt.Errorf("grid value of parameter %q does not fit %v: %w", name, dist, err)
+	}
+	return x, nil
+}
+
+func (g *GridSampler) afterTrial(s *Study, _ FrozenTrial) (bool, error) {
+	return g.exhausted(s)
+}

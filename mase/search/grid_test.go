@@ -1,0 +1,196 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var testGrid = map[string][]any{"a": {1, 2, 3}, "b": {"x", "y"}, "lr": {0.1, 0.01}}
+
+func gridObjective(t *Trial) (float64, error) {
+	a, err := t.SuggestInt("a", 1, 3)
+	if err != nil {
+		return 0, err
+	}
+	b, err := t.SuggestCategorical("b", []any{"x", "y", "z"})
+	if err != nil {
+		return 0, err
+	}
+	lr, err := t.SuggestFloat("lr", 1e-3, 1, WithLog())
+	if err != nil {
+		return 0, err
+	}
+	v := float64(a) * lr
+	if b == "y" {
+		v++
+	}
+	return v, nil
+}
+
+func gridOrder(t *testing.T, s *Study) []string {
+	t.Helper()
+	ts, err := s.Trials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, tr := range ts {
+		if tr.State != Complete {
+			t.Fatalf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
+		}
+		keys = append(keys, fmt.Sprint(tr.Params["a"], tr.Params["b"], tr.Params["lr"]))
+	}
+	return keys
+}
+
+func TestGridVisitsEachPointOnce(t *testing.T) {
+	g, err := NewGridSampler(testGrid, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Len() != 12 {
+		t.Fatalf("Len = %d, want 12", g.Len())
+	}
+	s := newTestStudy(t, Config{Sampler: g})
+	if err := s.Optimize(context.Background(), gridObjective, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	order := gridOrder(t, s)
+	if len(order) != 12 {
+		t.Fatalf("%d trials, want the 12 grid points then a stop", len(order))
+	}
+	seen := map[string]bool{}
+	for _, k := range order {
+		if seen[k] {
+			t.Fatalf("point %s visited twice in %v", k, order)
+		}
+		seen[k] = true
+	}
+	// Exhausted: Optimize runs nothing more, Ask says so.
+	if err := s.Optimize(context.Background(), gridObjective, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := s.Trials(); len(ts) != 12 {
+		t.Fatalf("Optimize on an exhausted grid ran %d more trials", len(ts)-12)
+	}
+	if _, err := s.Ask(context.Background()); !errors.Is(err, ErrStudyStopped) {
+		t.Fatalf("Ask on an exhausted grid: %v", err)
+	}
+	// nTrials 0 is fine with a grid: it stops when exhausted.
+	g2, _ := NewGridSampler(testGrid, 7)
+	s2 := newTestStudy(t, Config{Sampler: g2})
+	if err := s2.Optimize(context.Background(), gridObjective, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Same seed, same order; another seed, another order.
+	if o2 := gridOrder(t, s2); !reflect.DeepEqual(o2, order) {
+		t.Errorf("same seed, different order:\n%v\n%v", order, o2)
+	}
+	g3, _ := NewGridSampler(testGrid, 8)
+	s3 := newTestStudy(t, Config{Sampler: g3})
+	s3.Optimize(context.Background(), gridObjective, 0, 0)
+	if o3 := gridOrder(t, s3); reflect.DeepEqual(o3, order) {
+		t.Errorf("seeds 7 and 8 give the same order %v", order)
+	}
+	if p := g.Point(0); !reflect.DeepEqual(p, map[string]any{"a": 1, "b": "x", "lr": 0.1}) {
+		t.Errorf("Point(0) = %v", p)
+	}
+	if p := g.Point(11); !reflect.DeepEqual(p, map[string]any{"a": 3, "b": "y", "lr": 0.01}) {
+		t.Errorf("Point(11) = %v", p)
+	}
+}
+
+func TestGridErrors(t *testing.T) {
+	if _, err := NewGridSampler(map[string][]any{"a": {}}, 0); err == nil || !strings.Contains(err.Error(), `"a" has no values`) {
+		t.Errorf("empty values: %v", err)
+	}
+	if _, err := NewGridSampler(map[string][]any{"a": {[]int{1}}}, 0); err == nil {
+		t.Error("a slice as grid value: no error")
+	}
+	g, _ := NewGridSampler(map[string][]any{"a": {1, 2}, "b": {"p", "q"}}, 0)
+	s := newTestStudy(t, Config{Sampler: g})
+	err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+		if _, err := tr.SuggestInt("a", 0, 5); err != nil {
+			return 0, err
+		}
+		switch tr.Number() {
+		case 0:
+			_, err := tr.SuggestFloat("undeclared", 0, 1)
+			return 0, err
+		case 1:
+			_, err := tr.SuggestCategorical("b", []any{"r", "s"})
+			return 0, err
+		}
+		return 1, nil
+	}, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := s.Trials()
+	if ts[0].State != Fail || !strings.Contains(ts[0].Message, `parameter "undeclared" is not in the grid (grid parameters: a, b)`) {
+		t.Errorf("undeclared parameter: %v %q", ts[0].State, ts[0].Message)
+	}
+	if ts[1].State != Fail || !strings.Contains(ts[1].Message, "not one of the choices") {
+		t.Errorf("grid value not among the choices: %v %q", ts[1].State, ts[1].Message)
+	}
+}
+
+// TestGridResume: a study resumed from a journal visits only the points left,
+// and retries the point of a trial whose process crashed.
+func TestGridResume(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grid.jsonl")
+	open := func(seed int64) *Study {
+		j, err := OpenJournal(path, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Close() })
+		g, _ := NewGridSampler(testGrid, seed)
+		return newTestStudy(t, Config{Name: "grid", Sampler: g, Storage: j})
+	}
+	s := open(1)
+	if err := s.Optimize(context.Background(), gridObjective, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A trial left running by a dead process holds point 3 (if not visited).
+	ts, _ := s.Trials()
+	visited := map[string]bool{}
+	for _, tr := range ts {
+		visited[tr.SystemAttrs[gridIDAttr]] = true
+	}
+	crashed := ""
+	for id := range 12 {
+		if !visited[fmt.Sprint(id)] {
+			crashed = fmt.Sprint(id)
+			break
+		}
+	}
+	appendRecords(t, path,
+		fmt.Sprintf(`{"op":"create_trial","study":"grid","trial":5,"owner":%s}`, deadOwnerJSON()),
+		fmt.Sprintf(`{"op":"set_system_attr","study":"grid","trial":5,"name":"grid","value":%q}`, s.sampler.(*GridSampler).fp),
+		fmt.Sprintf(`{"op":"set_system_attr","study":"grid","trial":5,"name":"grid_id","value":%q}`, crashed))
+	s2 := open(2)
+	if err := s2.Optimize(context.Background(), gridObjective, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ = s2.Trials()
+	count := map[string]int{}
+	for _, tr := range ts {
+		if tr.State == Complete {
+			count[fmt.Sprint(tr.Params["a"], tr.Params["b"], tr.Params["lr"])]++
+		}
+	}
+	if len(ts) != 13 || len(count) != 12 || ts[5].State != Fail {
+		t.Fatalf("after resume: %d trials (want 13: 12 points + the crashed one), %d distinct complete points, trial 5 %v", len(ts), len(count), ts[5].State)
+	}
+	for k, n := range count {
+		if n != 1 {
+			t.Errorf("point %s completed %d times", k, n)
+		}
+	}
+}

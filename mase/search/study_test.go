@@ -1,0 +1,387 @@
+package search
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func newTestStudy(t *testing.T, cfg Config) *Study {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	s, err := NewStudy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestOptimizeBasics(t *testing.T) {
+	s := newTestStudy(t, Config{Name: "basic", Sampler: NewRandomSampler(1)})
+	if s.Name() != "basic" || s.Direction() != Minimize {
+		t.Fatalf("name %q direction %v", s.Name(), s.Direction())
+	}
+	obj := func(tr *Trial) (float64, error) {
+		x, err := tr.SuggestFloat("x", -3, 3)
+		if err != nil {
+			return 0, err
+		}
+		n, err := tr.SuggestInt("n", 2, 10, WithStep(2))
+		if err != nil {
+			return 0, err
+		}
+		lr, err := tr.SuggestFloat("lr", 1e-5, 1e-1, WithLog())
+		if err != nil {
+			return 0, err
+		}
+		q, err := tr.SuggestFloat("q", 0, 1, WithStep(0.25))
+		if err != nil {
+			return 0, err
+		}
+		k, err := tr.SuggestInt("k", 1, 1000, WithLog())
+		if err != nil {
+			return 0, err
+		}
+		act, err := tr.SuggestCategorical("act", []any{"relu", "gelu", 3})
+		if err != nil {
+			return 0, err
+		}
+		if n%2 != 0 || n < 2 || n > 10 || lr < 1e-5 || lr > 1e-1 || k < 1 || k > 1000 {
+			return 0, fmt.Errorf("out of range: n=%d lr=%v k=%d", n, lr, k)
+		}
+		if math.Abs(q*4-math.Round(q*4)) > 1e-12 {
+			return 0, fmt.Errorf("q=%v not on the step grid", q)
+		}
+		if err := tr.SetUserAttr("act", act); err != nil {
+			return 0, err
+		}
+		if tr.Context() == nil {
+			return 0, errors.New("no context")
+		}
+		return x * x, nil
+	}
+	if err := s.Optimize(context.Background(), obj, 30, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := s.Trials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 30 {
+		t.Fatalf("%d trials, want 30", len(ts))
+	}
+	best := math.Inf(1)
+	for i, tr := range ts {
+		if tr.Number != i || tr.State != Complete {
+			t.Fatalf("trial %d: number %d state %v (%s)", i, tr.Number, tr.State, tr.Message)
+		}
+		if _, ok := tr.Params["x"].(float64); !ok {
+			t.Errorf("x is %T, want float64", tr.Params["x"])
+		}
+		if _, ok := tr.Params["n"].(int); !ok {
+			t.Errorf("n is %T, want int", tr.Params["n"])
+		}
+		if tr.UserAttrs["act"] != tr.Params["act"] {
+			t.Errorf("user attr %v != param %v", tr.UserAttrs["act"], tr.Params["act"])
+		}
+		if tr.Finished.Before(tr.Started) {
+			t.Errorf("trial %d finished before it started", i)
+		}
+		best = math.Min(best, tr.Value)
+	}
+	bt, err := s.BestTrial()
+	if err != nil || bt.Value != best {
+		t.Fatalf("BestTrial = %v, %v; want value %v", bt.Value, err, best)
+	}
+	// A second Optimize adds new trials; numbers continue.
+	if err := s.Optimize(context.Background(), obj, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := s.Trials(); len(ts) != 35 || ts[34].Number != 34 {
+		t.Fatalf("after a second Optimize: %d trials", len(ts))
+	}
+}
+
+func TestMaximizeBestTrial(t *testing.T) {
+	s := newTestStudy(t, Config{Direction: Maximize, Sampler: NewRandomSampler(2)})
+	if _, err := s.BestTrial(); !errors.Is(err, ErrNoCompleteTrial) {
+		t.Fatalf("BestTrial on an empty study: %v, want ErrNoCompleteTrial", err)
+	}
+	vals := []float64{0.5, 0.9, 0.9, 0.1}
+	i := 0
+	err := s.Optimize(context.Background(), func(*Trial) (float64, error) { v := vals[i]; i++; return v, nil }, len(vals), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := s.BestTrial()
+	if err != nil || bt.Number != 1 || bt.Value != 0.9 {
+		t.Fatalf("best = #%d %v (%v), want #1 0.9 (first of equals)", bt.Number, bt.Value, err)
+	}
+}
+
+func TestTrialStates(t *testing.T) {
+	var logBuf bytes.Buffer
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(3), Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	obj := func(tr *Trial) (float64, error) {
+		x, err := tr.SuggestFloat("x", 0, 1)
+		if err != nil {
+			return 0, err
+		}
+		switch tr.Number() {
+		case 0:
+			return x, nil
+		case 1:
+			return 0, fmt.Errorf("%w: accuracy 0.3 at epoch 1", ErrPruned)
+		case 2:
+			return 0, errors.New("out of memory")
+		case 3:
+			panic("boom")
+		case 4:
+			return math.NaN(), nil
+		case 5:
+			return math.Inf(-1), nil
+		}
+		return x + 1, nil
+	}
+	if err := s.Optimize(context.Background(), obj, 7, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := s.Trials()
+	want := []struct {
+		state TrialState
+		msg   string
+	}{
+		{Complete, ""}, {Pruned, "accuracy 0.3"}, {Fail, "out of memory"}, {Fail, "objective panicked: boom"},
+		{Fail, "NaN"}, {Fail, "-Inf"}, {Complete, ""},
+	}
+	for i, w := range want {
+		if ts[i].State != w.state || !strings.Contains(ts[i].Message, w.msg) {
+			t.Errorf("trial %d: %v %q, want %v containing %q", i, ts[i].State, ts[i].Message, w.state, w.msg)
+		}
+		if ts[i].State != Complete && !math.IsNaN(ts[i].Value) {
+			t.Errorf("trial %d: value %v, want NaN for a %v trial", i, ts[i].Value, ts[i].State)
+		}
+	}
+	if !strings.Contains(logBuf.String(), "stack=") {
+		t.Errorf("the panic's stack was not logged")
+	}
+	if bt, _ := s.BestTrial(); bt.Number != 0 {
+		t.Errorf("best trial %d, want 0", bt.Number)
+	}
+}
+
+func TestSuggestSameNameTwice(t *testing.T) {
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(4)})
+	tr, err := s.Ask(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := tr.SuggestFloat("x", 0, 1)
+	b, err := tr.SuggestFloat("x", 0, 1)
+	if err != nil || a != b {
+		t.Fatalf("same suggestion twice: %v then %v (%v)", a, b, err)
+	}
+	if _, err := tr.SuggestFloat("x", 0, 2); err == nil || !strings.Contains(err.Error(), "already suggested") {
+		t.Fatalf("a different range: %v, want an 'already suggested' error", err)
+	}
+	if _, err := tr.SuggestInt("x", 0, 1); err == nil {
+		t.Fatal("a different kind: no error")
+	}
+	c1, _ := tr.SuggestCategorical("c", []any{2, 4, 8})
+	c2, err := tr.SuggestCategorical("c", []any{2.0, 4.0, 8.0}) // equal by value
+	if err != nil || !choiceEqual(c1, c2) {
+		t.Fatalf("categorical equal by value: %v %v %v", c1, c2, err)
+	}
+	if _, ok := c2.(float64); !ok {
+		t.Errorf("the choice comes from the caller's slice: got %T, want float64", c2)
+	}
+	if _, err := tr.SuggestCategorical("c", []any{2, 4}); err == nil {
+		t.Fatal("different choices: no error")
+	}
+	ft, err := s.Tell(tr, a, nil)
+	if err != nil || ft.State != Complete || len(ft.Params) != 2 {
+		t.Fatalf("Tell: %+v %v", ft, err)
+	}
+	if _, err := tr.SuggestFloat("y", 0, 1); err == nil {
+		t.Fatal("suggest after Tell: no error")
+	}
+	if _, err := s.Tell(tr, 1, nil); err == nil {
+		t.Fatal("second Tell: no error")
+	}
+}
+
+func TestSuggestValidation(t *testing.T) {
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(5)})
+	tr, _ := s.Ask(context.Background())
+	for _, c := range []struct {
+		name string
+		f    func() error
+		want string
+	}{
+		{"float empty", func() error { _, err := tr.SuggestFloat("a", 2, 1); return err }, "low must be ≤ high"},
+		{"float log ≤ 0", func() error { _, err := tr.SuggestFloat("b", 0, 1, WithLog()); return err }, "low > 0"},
+		{"float step+log", func() error { _, err := tr.SuggestFloat("c", 1, 2, WithLog(), WithStep(0.5)); return err }, "cannot be combined"},
+		{"float NaN", func() error { _, err := tr.SuggestFloat("d", math.NaN(), 1); return err }, "finite"},
+		{"int step 0.5", func() error { _, err := tr.SuggestInt("e", 0, 4, WithStep(0.5)); return err }, "whole number"},
+		{"int log 0", func() error { _, err := tr.SuggestInt("f", 0, 4, WithLog()); return err }, "low ≥ 1"},
+		{"int empty", func() error { _, err := tr.SuggestInt("g", 5, 4); return err }, "low must be ≤ high"},
+		{"no choices", func() error { _, err := tr.SuggestCategorical("h", nil); return err }, "no choices"},
+		{"empty name", func() error { _, err := tr.SuggestFloat("", 0, 1); return err }, "empty parameter name"},
+	} {
+		err := c.f()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	// Single-valued distributions return their value without sampling;
+	// a range not on the step grid is cut down onto it.
+	if v, err := tr.SuggestInt("one", 3, 3); err != nil || v != 3 {
+		t.Errorf("SuggestInt(3, 3) = %v, %v", v, err)
+	}
+	for range 20 {
+		tr2, _ := s.Ask(context.Background())
+		v, err := tr2.SuggestInt("stepped", 0, 9, WithStep(4))
+		if err != nil || v%4 != 0 || v > 8 {
+			t.Fatalf("SuggestInt(0, 9, step 4) = %v, %v", v, err)
+		}
+		f, err := tr2.SuggestFloat("fstepped", 0, 1, WithStep(0.3))
+		if err != nil || f > 0.9+1e-9 {
+			t.Fatalf("SuggestFloat(0, 1, step 0.3) = %v, %v", f, err)
+		}
+		s.Tell(tr2, 0, nil)
+	}
+}
+
+func TestCategoricalTyped(t *testing.T) {
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(6)})
+	type act string
+	seen := map[act]bool{}
+	err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+		a, err := Categorical(tr, "act", []act{"relu", "gelu"})
+		seen[a] = true
+		h, err2 := Categorical(tr, "hidden", []int{128, 256})
+		return float64(h), errors.Join(err, err2)
+	}, 20, 0)
+	if err != nil || !seen["relu"] || !seen["gelu"] {
+		t.Fatalf("seen %v, err %v", seen, err)
+	}
+}
+
+func TestOptimizeContextAndTimeout(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(7)})
+	err := s.Optimize(ctx, func(tr *Trial) (float64, error) {
+		if tr.Number() == 2 {
+			cancel()
+		}
+		if tr.Context().Err() != nil {
+			return 0, tr.Context().Err()
+		}
+		return 1, nil
+	}, 100, 0)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Optimize after cancel: %v, want context.Canceled", err)
+	}
+	ts, _ := s.Trials()
+	if len(ts) != 3 || ts[2].State != Fail || !strings.Contains(ts[2].Message, "canceled") {
+		t.Fatalf("after cancel: %d trials, last %v %q", len(ts), ts[len(ts)-1].State, ts[len(ts)-1].Message)
+	}
+
+	s = newTestStudy(t, Config{Sampler: NewRandomSampler(8)})
+	start := time.Now()
+	err = s.Optimize(context.Background(), func(*Trial) (float64, error) { time.Sleep(10 * time.Millisecond); return 1, nil }, 1000, 45*time.Millisecond)
+	if err != nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("timeout: %v after %v", err, time.Since(start))
+	}
+	if ts, _ := s.Trials(); len(ts) < 2 || len(ts) > 20 {
+		t.Fatalf("timeout 45ms with 10ms trials ran %d trials", len(ts))
+	}
+
+	if err := s.Optimize(context.Background(), func(*Trial) (float64, error) { return 1, nil }, 0, 0); err == nil {
+		t.Fatal("Optimize with no limit at all: no error")
+	}
+	// Stop from inside the objective.
+	n := 0
+	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+		n++
+		if n == 3 {
+			tr.Study().Stop()
+		}
+		return 1, nil
+	}, 0, time.Hour)
+	if err != nil || n != 3 {
+		t.Fatalf("Stop: %d trials, %v", n, err)
+	}
+}
+
+func TestOptimizeUntil(t *testing.T) {
+	s := newTestStudy(t, Config{Sampler: NewRandomSampler(9)})
+	obj := func(tr *Trial) (float64, error) {
+		if tr.Number()%3 == 1 {
+			return 0, errors.New("flaky")
+		}
+		return 1, nil
+	}
+	if err := s.OptimizeUntil(context.Background(), obj, 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := s.Trials()
+	if countStates(ts, Complete) != 6 || countStates(ts, Fail) != 3 {
+		t.Fatalf("complete %d fail %d, want 6 and 3", countStates(ts, Complete), countStates(ts, Fail))
+	}
+	// Already there: nothing to do.
+	if err := s.OptimizeUntil(context.Background(), obj, 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ts2, _ := s.Trials(); len(ts2) != len(ts) {
+		t.Fatalf("OptimizeUntil at its total ran %d more trials", len(ts2)-len(ts))
+	}
+	err := s.OptimizeUntil(context.Background(), func(*Trial) (float64, error) { return 0, errors.New("always") }, 100, 0)
+	if err == nil || !strings.Contains(err.Error(), "10 trials in a row failed") {
+		t.Fatalf("always failing: %v", err)
+	}
+}
+
+func TestConcurrentOptimize(t *testing.T) {
+	s := newTestStudy(t, Config{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+				return tr.SuggestFloat("x", -1, 1)
+			}, 15, 0); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ts, _ := s.Trials()
+	if len(ts) != 60 || countStates(ts, Complete) != 60 {
+		t.Fatalf("%d trials, %d complete; want 60", len(ts), countStates(ts, Complete))
+	}
+}
+
+func TestDirectionParse(t *testing.T) {
+	for in, want := range map[string]Direction{"minimize": Minimize, "max": Maximize} {
+		if d, err := ParseDirection(in); err != nil || d != want {
+			t.Errorf("ParseDirection(%q) = %v, %v", in, d, err)
+		}
+	}
+	if _, err := ParseDirection("up"); err == nil {
+		t.Error("ParseDirection(up): no error")
+	}
+	if _, err := NewStudy(Config{Direction: 7}); err == nil {
+		t.Error("NewStudy with direction 7: no error")
+	}
+}

@@ -1,0 +1,378 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"sync"
+	"time"
+)
+
+// ErrPruned marks a pruned trial: an objective that returns an error wrapping
+// ErrPruned (fmt.Errorf("%w: ...", search.ErrPruned)) ends its trial in state
+// Pruned instead of Fail, like raising optuna.TrialPruned.
+var ErrPruned = errors.New("search: trial pruned")
+
+// TrialState is the life-cycle state of a trial.
+type TrialState int
+
+// Trial states. A trial starts Running and ends in one of the other three.
+const (
+	// Running: the objective has not returned yet (or its process crashed
+	// and no one has noticed yet).
+	Running TrialState = iota
+	// Complete: the objective returned a finite value.
+	Complete
+	// Pruned: the objective returned an error wrapping ErrPruned.
+	Pruned
+	// Fail: the objective returned another error, panicked, returned NaN or
+	// ±Inf, or its process died.
+	Fail
+)
+
+var stateNames = [...]string{"running", "complete", "pruned", "fail"}
+
+// String returns "running", "complete", "pruned" or "fail".
+func (s TrialState) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("TrialState(%d)", int(s))
+}
+
+// IsFinished reports whether the state is Complete, Pruned or Fail.
+func (s TrialState) IsFinished() bool { return s == Complete || s == Pruned || s == Fail }
+
+func parseState(s string) (TrialState, error) {
+	for i, n := range stateNames {
+		if s == n {
+			return TrialState(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown trial state %q (allowed: running, complete, pruned, fail)", s)
+}
+
+// Direction says whether a study minimises or maximises its objective.
+type Direction int
+
+// Study directions; the zero value is Minimize, Optuna's default.
+const (
+	// Minimize: lower objective values are better.
+	Minimize Direction = iota
+	// Maximize: higher objective values are better.
+	Maximize
+)
+
+// String returns "minimize" or "maximize".
+func (d Direction) String() string {
+	switch d {
+	case Minimize:
+		return "minimize"
+	case Maximize:
+		return "maximize"
+	}
+	return fmt.Sprintf("Direction(%d)", int(d))
+}
+
+// ParseDirection parses "minimize" or "maximize" (Optuna's spelling; "min"
+// and "max" are accepted too).
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "minimize", "min":
+		return Minimize, nil
+	case "maximize", "max":
+		return Maximize, nil
+	}
+	return 0, fmt.Errorf("unknown study direction %q (allowed: minimize, maximize)", s)
+}
+
+// better reports whether a is strictly better than b in direction d.
+func (d Direction) better(a, b float64) bool {
+	if d == Maximize {
+		return a > b
+	}
+	return a < b
+}
+
+// FrozenTrial is the record of a trial as the storage holds it.
+type FrozenTrial struct {
+	// Number is the trial's index in its study, unique across every process
+	// sharing the study's storage.
+	Number int
+	// State is the trial's state.
+	State TrialState
+	// Value is the objective value when State is Complete, NaN otherwise.
+	Value float64
+	// Params maps each suggested parameter to the value the objective got:
+	// float64 for floats, int for ints, the choice for categoricals.
+	Params map[string]any
+	// Distributions maps each suggested parameter to its distribution.
+	Distributions map[string]Distribution
+	// UserAttrs holds the values set with Trial.SetUserAttr. A journal gives
+	// them back as JSON decodes them (numbers as float64, objects as maps).
+	UserAttrs map[string]any
+	// SystemAttrs holds the samplers' bookkeeping (the grid point, say).
+	SystemAttrs map[string]string
+	// Message says why a trial failed or was pruned (the error text).
+	Message string
+	// Started and Finished are the wall-clock times of the trial's start and
+	// end; Finished is zero while the trial runs.
+	Started, Finished time.Time
+
+	internal  map[string]float64 // Params in the internal representation
+	recovered bool               // failed by crash recovery, not by its objective
+}
+
+// Duration returns Finished − Started, or 0 while the trial runs.
+func (t FrozenTrial) Duration() time.Duration {
+	if t.Finished.IsZero() {
+		return 0
+	}
+	return t.Finished.Sub(t.Started)
+}
+
+func (t FrozenTrial) clone() FrozenTrial {
+	c := t
+	c.Params = maps.Clone(t.Params)
+	c.Distributions = maps.Clone(t.Distributions)
+	c.UserAttrs = maps.Clone(t.UserAttrs)
+	c.SystemAttrs = maps.Clone(t.SystemAttrs)
+	c.internal = maps.Clone(t.internal)
+	return c
+}
+
+// SuggestOption modifies a SuggestInt or SuggestFloat call.
+type SuggestOption func(*suggestOptions)
+
+type suggestOptions struct {
+	log  bool
+	step float64
+}
+
+// WithLog samples the parameter on a logarithmic scale (low must be > 0).
+func WithLog() SuggestOption { return func(o *suggestOptions) { o.log = true } }
+
+// WithStep restricts the parameter to low, low+step, low+2·step, … ≤ high.
+// For SuggestInt the step must be a whole number ≥ 1.
+func WithStep(step float64) SuggestOption { return func(o *suggestOptions) { o.step = step } }
+
+// Trial is one evaluation of the objective: it hands out parameter values and
+// records user attributes. A Trial is safe for concurrent use.
+type Trial struct {
+	study  *Study
+	number int
+	ctx    context.Context
+
+	mu        sync.Mutex
+	finished  bool
+	started   time.Time
+	internal  map[string]float64
+	dists     map[string]Distribution
+	userAttrs map[string]any
+
+	sysMu       sync.Mutex // separate from mu: samplers read these while mu is held
+	systemAttrs map[string]string
+}
+
+// Number returns the trial's number, unique within the study's storage.
+func (t *Trial) Number() int { return t.number }
+
+// Context returns the context Optimize (or Ask) was given, for objectives
+// that train models and should stop early when it is cancelled.
+func (t *Trial) Context() context.Context { return t.ctx }
+
+// Study returns the study the trial belongs to.
+func (t *Trial) Study() *Study { return t.study }
+
+// SuggestFloat returns a value for the float parameter name in [low, high].
+// Options: WithLog() for a log scale (low > 0), WithStep(s) for the grid low,
+// low+s, … (high is moved down onto the grid if needed, with a warning).
+// Suggesting a name again in the same trial with the same range returns the
+// same value; a different range is an error.
+func (t *Trial) SuggestFloat(name string, low, high float64, opts ...SuggestOption) (float64, error) {
+	var o suggestOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	d := FloatDistribution{Low: low, High: high, Step: o.step, Log: o.log}
+	if err := d.validate(); err != nil {
+		return 0, fmt.Errorf("search: SuggestFloat(%q): %w", name, err)
+	}
+	if d.adjustHigh() {
+		t.study.logger.Warn("search: float range is not a multiple of step; high moved down onto the step grid",
+			"param", name, "low", low, "high", high, "step", o.step, "new_high", d.High)
+	}
+	x, err := t.suggest(name, d)
+	if err != nil {
+		return 0, err
+	}
+	return x, nil
+}
+
+// SuggestInt returns a value for the int parameter name in [low, high].
+// Options: WithLog() for a log scale (low ≥ 1), WithStep(s) for the grid low,
+// low+s, … (s a whole number ≥ 1; high is moved down onto the grid if needed).
+// Suggesting a name again in the same trial with the same range returns the
+// same value; a different range is an error.
+func (t *Trial) SuggestInt(name string, low, high int, opts ...SuggestOption) (int, error) {
+	o := suggestOptions{step: 1}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.step != math.Trunc(o.step) || o.step < 1 || o.step > math.MaxInt32 {
+		return 0, fmt.Errorf("search: SuggestInt(%q): step %v is invalid; an int step must be a whole number ≥ 1", name, o.step)
+	}
+	d := IntDistribution{Low: low, High: high, Step: int(o.step), Log: o.log}
+	if err := d.validate(); err != nil {
+		return 0, fmt.Errorf("search: SuggestInt(%q): %w", name, err)
+	}
+	if d.adjustHigh() {
+		t.study.logger.Warn("search: int range is not a multiple of step; high moved down onto the step grid",
+			"param", name, "low", low, "high", high, "step", d.Step, "new_high", d.High)
+	}
+	x, err := t.suggest(name, d)
+	if err != nil {
+		return 0, err
+	}
+	return int(math.Round(x)), nil
+}
+
+// SuggestCategorical returns one of choices (the element itself, so its Go
+// type is the caller's). Choices are compared by value; suggesting a name
+// again in the same trial needs the same choices.
+func (t *Trial) SuggestCategorical(name string, choices []any) (any, error) {
+	d := CategoricalDistribution{Choices: choices}
+	if err := d.validate(); err != nil {
+		return nil, fmt.Errorf("search: SuggestCategorical(%q): %w", name, err)
+	}
+	x, err := t.suggest(name, d)
+	if err != nil {
+		return nil, err
+	}
+	return choices[int(x)], nil
+}
+
+// Categorical is SuggestCategorical for a typed slice: it returns the chosen
+// element as a T.
+func Categorical[T any](t *Trial, name string, choices []T) (T, error) {
+	anys := make([]any, len(choices))
+	for i, c := range choices {
+		anys[i] = c
+	}
+	d := CategoricalDistribution{Choices: anys}
+	var zero T
+	if err := d.validate(); err != nil {
+		return zero, fmt.Errorf("search: Categorical(%q): %w", name, err)
+	}
+	x, err := t.suggest(name, d)
+	if err != nil {
+		return zero, err
+	}
+	return choices[int(x)], nil
+}
+
+// suggest returns the internal value of parameter name, sampling it the first time.
+func (t *Trial) suggest(name string, d Distribution) (float64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if name == "" {
+		return 0, errors.New("search: empty parameter name; give every parameter a name")
+	}
+	if t.finished {
+		return 0, fmt.Errorf("search: trial %d is finished; suggest %q from inside its objective", t.number, name)
+	}
+	if old, ok := t.dists[name]; ok {
+		if !old.equal(d) {
+			return 0, fmt.Errorf("search: parameter %q was already suggested in trial %d as %v; suggesting it again as %v is not allowed (use the same distribution, or another name)",
+				name, t.number, old, d)
+		}
+		return t.internal[name], nil
+	}
+	var x float64
+	if d.Single() {
+		switch d := d.(type) {
+		case FloatDistribution:
+			x = d.Low
+		case IntDistribution:
+			x = float64(d.Low)
+		}
+	} else {
+		var err error
+		x, err = t.study.sample(t, name, d)
+		if err != nil {
+			return 0, fmt.Errorf("search: trial %d, parameter %q: %w", t.number, name, err)
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned %v; a sampled value must be finite", t.number, name, x)
+		}
+		if !d.Contains(x) {
+			if _, cat := d.(CategoricalDistribution); cat {
+				return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned choice index %v, not in [0, %d)", t.number, name, x, len(d.(CategoricalDistribution).Choices))
+			}
+			if id, isInt := d.(IntDistribution); isInt && x != math.Trunc(x) {
+				return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned %v, not an integer, for %v", t.number, name, x, id)
+			}
+			t.study.logger.Warn("search: value is outside the parameter's distribution; it is used anyway",
+				"trial", t.number, "param", name, "value", d.ToExternal(x), "distribution", d.String())
+		}
+	}
+	if err := t.study.storage.setParam(t.study.name, t.number, name, x, d); err != nil {
+		return 0, fmt.Errorf("search: trial %d, parameter %q: %w", t.number, name, err)
+	}
+	t.internal[name] = x
+	t.dists[name] = d
+	return x, nil
+}
+
+// SetUserAttr records a user attribute on the trial (the model, a metric).
+// With a JournalStorage the value must be JSON-encodable.
+func (t *Trial) SetUserAttr(key string, value any) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return fmt.Errorf("search: trial %d is finished; set user attribute %q from inside its objective", t.number, key)
+	}
+	if err := t.study.storage.setUserAttr(t.study.name, t.number, key, value); err != nil {
+		return fmt.Errorf("search: trial %d, user attribute %q: %w", t.number, key, err)
+	}
+	t.userAttrs[key] = value
+	return nil
+}
+
+// setSystemAttr records sampler bookkeeping on the trial.
+func (t *Trial) setSystemAttr(key, value string) error {
+	if err := t.study.storage.setSystemAttr(t.study.name, t.number, key, value); err != nil {
+		return err
+	}
+	t.sysMu.Lock()
+	t.systemAttrs[key] = value
+	t.sysMu.Unlock()
+	return nil
+}
+
+func (t *Trial) systemAttr(key string) (string, bool) {
+	t.sysMu.Lock()
+	defer t.sysMu.Unlock()
+	v, ok := t.systemAttrs[key]
+	return v, ok
+}
+
+// Params returns the parameters suggested so far, as the objective got them.
+func (t *Trial) Params() map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := make(map[string]any, len(t.internal))
+	for k, x := range t.internal {
+		p[k] = t.dists[k].ToExternal(x)
+	}
+	return p
+}
+
+// UserAttrs returns a copy of the user attributes set so far.
+func (t *Trial) UserAttrs() map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.userAttrs)
+}
