@@ -77,8 +77,11 @@ func TestEndToEndFailures(t *testing.T) {
 	}
 	want := [][]string{
 		{"cell 3 (In [2], id broken) `fmt.Println(undefinedThing)` failed", "undefined: undefinedThing", "Cell[2]: Line 2"},
-		{"cell 1 (In [1], id boom) `func boom() { panic(\"gomase-e2e-boom\") }` failed", "panic: gomase-e2e-boom (exit status 2)", "[[ Cell [1] Line 1 ]]"},
+		{"cell 1 (In [1], id boom) `func boom() { panic(\"gomase-e2e-boom\") }` failed", "panic: gomase-e2e-boom (exit status 2)", "main.boom"},
 	}
+	// GoNB usually maps the panic's stack lines to cells ("[[ Cell [1] Line
+	// 1 ]]") but not always (seen once in CI: plain main.go lines), so the
+	// test asks only for the panicking function in the stack.
 	for i, r := range results {
 		var ce *CellError
 		if !errors.As(r.Err, &ce) {
