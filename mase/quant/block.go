@@ -181,11 +181,7 @@ func QuantizeBinaryZeroScaled(x []float64, shape []int) []float64 {
 	step := sliceLen(len(x), shape)
 	for s := 0; s < len(x); s += step {
 		row := x[s : s+step]
-		alpha := 0.0
-		for _, v := range row {
-			alpha += math.Abs(v)
-		}
-		alpha /= float64(len(row))
+		alpha := meanAbs(row, nil)
 		for i, v := range row {
 			if v > 0 {
 				out[s+i] = alpha
@@ -235,22 +231,8 @@ func QuantizeTernary(x []float64, shape []int, scaling bool) []float64 {
 	step := sliceLen(len(x), shape)
 	for s := 0; s < len(x); s += step {
 		row := x[s : s+step]
-		mean := 0.0
-		for _, v := range row {
-			mean += math.Abs(v)
-		}
-		delta := 0.75 * mean / float64(len(row))
-		sum, count := 0.0, 0
-		for _, v := range row {
-			if math.Abs(v) > delta {
-				sum += math.Abs(v)
-				count++
-			}
-		}
-		alpha := 0.0
-		if count > 0 {
-			alpha = sum / float64(count)
-		}
+		delta := 0.75 * meanAbs(row, nil)
+		alpha := meanAbs(row, func(v float64) bool { return math.Abs(v) > delta })
 		for i, v := range row {
 			q := 0.0
 			if v > delta {
@@ -265,4 +247,31 @@ func QuantizeTernary(x []float64, shape []int, scaling bool) []float64 {
 		}
 	}
 	return out
+}
+
+// meanAbs is the mean of |v| over the values keep accepts (nil: all); 0
+// when none is kept. It is sum/n, as MASE computes it, unless the sum
+// overflows (values near the float64 maximum): then it sums |v|/n, which
+// cannot overflow for finite inputs.
+func meanAbs(vals []float64, keep func(float64) bool) float64 {
+	n, sum := 0, 0.0
+	for _, v := range vals {
+		if keep == nil || keep(v) {
+			n++
+			sum += math.Abs(v)
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	if !math.IsInf(sum, 0) {
+		return sum / float64(n)
+	}
+	m := 0.0
+	for _, v := range vals {
+		if keep == nil || keep(v) {
+			m += math.Abs(v) / float64(n)
+		}
+	}
+	return m
 }
