@@ -1,6 +1,7 @@
 // Package plot draws the labs' static charts (loss curves, sweeps,
-// best-so-far curves) as SVG in-process with gonum.org/v1/plot, so they
-// show offline in notebooks and in exported HTML reports.
+// best-so-far curves, trial scatters, bar charts) as SVG in-process with
+// gonum.org/v1/plot, so they show offline in notebooks and in exported HTML
+// reports.
 package plot
 
 import (
@@ -11,21 +12,32 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
-// Series is one named line of (x, y) points.
+// Series is one named line of (x, y) points, or, with Scatter, one named set
+// of unconnected point markers. A series with an empty Name gets no legend
+// entry.
 type Series struct {
 	Name string
 	X, Y []float64
+	// Scatter draws only a marker at every point, no line, so one chart can
+	// mix lines and scatter series (trials as points, best-so-far as lines).
+	Scatter bool
+	// Color overrides the series colour; nil takes PaletteColor(i) for the
+	// i-th series of the chart. Giving a scatter series and a line the same
+	// colour ties them together visually.
+	Color color.Color
 }
 
-// Chart describes a line chart.
+// Chart describes a line chart; its series may also be scatter series.
 type Chart struct {
 	Title, XLabel, YLabel string
 	Series                []Series
 	// Width and Height in centimetres (default 16 × 9).
 	Width, Height float64
-	// Points marks every data point (sweeps with few points).
+	// Points marks every data point of the line series too (sweeps with
+	// few points). Scatter series always have markers.
 	Points bool
 	// LegendBottom puts the legend at the bottom right instead of the top
 	// right (curves that rise to the top, such as accuracy).
@@ -40,14 +52,58 @@ var palette = []color.RGBA{
 	{0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
 }
 
+// PaletteColor returns the i-th colour of the charts' palette (it repeats
+// after six colours): the colour LineSVG gives the i-th series, or BarSVG
+// the i-th group, when it sets none.
+func PaletteColor(i int) color.Color {
+	n := len(palette)
+	return palette[(i%n+n)%n]
+}
+
+// size returns the canvas size for width and height in centimetres, with
+// the defaults for values ≤ 0.
+func size(width, height, defHeight float64) (w, h vg.Length) {
+	if width <= 0 {
+		width = 16
+	}
+	if height <= 0 {
+		height = defHeight
+	}
+	return vg.Length(width) * vg.Centimeter, vg.Length(height) * vg.Centimeter
+}
+
+// render draws p on a w × h canvas in format (as gonum names it: "svg") and
+// returns the file's bytes.
+func render(p *gplot.Plot, w, h vg.Length, format string) ([]byte, error) {
+	c, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // LineSVG renders the chart as SVG.
 func LineSVG(c Chart) ([]byte, error) {
-	p := gplot.New()
+	p, w, h, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return render(p, w, h, "svg")
+}
+
+// build lays the chart out as a plot of size w × h.
+func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
+	p = gplot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.Title, c.XLabel, c.YLabel
 	p.Add(plotter.NewGrid())
 	for i, s := range c.Series {
 		if len(s.X) != len(s.Y) {
-			return nil, fmt.Errorf("plot: series %q has %d x values and %d y values", s.Name, len(s.X), len(s.Y))
+			return nil, 0, 0, fmt.Errorf("plot: series %q has %d x values and %d y values", s.Name, len(s.X), len(s.Y))
 		}
 		if len(s.X) == 0 {
 			continue
@@ -56,28 +112,38 @@ func LineSVG(c Chart) ([]byte, error) {
 		for j := range s.X {
 			pts[j].X, pts[j].Y = s.X[j], s.Y[j]
 		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, fmt.Errorf("plot: series %q: %w", s.Name, err)
+		col := s.Color
+		if col == nil {
+			col = PaletteColor(i)
 		}
-		line.Color = palette[i%len(palette)]
-		line.Width = vg.Points(1.5)
-		p.Add(line)
-		var marks *plotter.Scatter
-		if c.Points {
-			if marks, err = plotter.NewScatter(pts); err != nil {
-				return nil, fmt.Errorf("plot: series %q: %w", s.Name, err)
+		var thumbs []gplot.Thumbnailer
+		if !s.Scatter {
+			line, err := plotter.NewLine(pts)
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("plot: series %q: %w", s.Name, err)
 			}
-			marks.Color = line.Color
+			line.Color = col
+			line.Width = vg.Points(1.5)
+			p.Add(line)
+			thumbs = append(thumbs, line)
+		}
+		if s.Scatter || c.Points {
+			marks, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("plot: series %q: %w", s.Name, err)
+			}
+			marks.Color = col
 			marks.Radius = vg.Points(2.5)
+			if s.Scatter {
+				// Filled dots read better than rings in a cloud of trials.
+				marks.Shape = draw.CircleGlyph{}
+				marks.Radius = vg.Points(2)
+			}
 			p.Add(marks)
+			thumbs = append(thumbs, marks)
 		}
 		if s.Name != "" {
-			if marks != nil {
-				p.Legend.Add(s.Name, line, marks)
-			} else {
-				p.Legend.Add(s.Name, line)
-			}
+			p.Legend.Add(s.Name, thumbs...)
 		}
 	}
 	// Leave 5% of the range free above and below, so no line runs along
@@ -87,20 +153,6 @@ func LineSVG(c Chart) ([]byte, error) {
 	}
 	p.Legend.Top = !c.LegendBottom
 	p.Legend.Left = c.LegendLeft
-	w, h := c.Width, c.Height
-	if w <= 0 {
-		w = 16
-	}
-	if h <= 0 {
-		h = 9
-	}
-	wt, err := p.WriterTo(vg.Length(w)*vg.Centimeter, vg.Length(h)*vg.Centimeter, "svg")
-	if err != nil {
-		return nil, fmt.Errorf("plot: %w", err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("plot: %w", err)
-	}
-	return buf.Bytes(), nil
+	w, h = size(c.Width, c.Height, 9)
+	return p, w, h, nil
 }

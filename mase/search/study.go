@@ -39,6 +39,11 @@ type Config struct {
 	// Logger receives a line per finished trial (Info) and warnings; nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Callbacks are called, in order, with every trial this Study value
+	// finishes (through Optimize, OptimizeUntil or Tell), after it is
+	// stored: Optuna's optimize(callbacks=...). Trials finished by other
+	// processes sharing the storage are not reported.
+	Callbacks []func(*Study, FrozenTrial)
 }
 
 // Study is an optimisation task: a direction, a sampler and a storage holding
@@ -50,6 +55,7 @@ type Study struct {
 	sampler   Sampler
 	storage   Storage
 	logger    *slog.Logger
+	callbacks []func(*Study, FrozenTrial)
 
 	samplerMu sync.Mutex
 	stop      atomic.Bool
@@ -61,7 +67,7 @@ type Study struct {
 // whose process on this machine is gone are marked Fail. The recorded
 // direction must match cfg.Direction.
 func NewStudy(cfg Config) (*Study, error) {
-	s := &Study{name: cfg.Name, direction: cfg.Direction, sampler: cfg.Sampler, storage: cfg.Storage, logger: cfg.Logger}
+	s := &Study{name: cfg.Name, direction: cfg.Direction, sampler: cfg.Sampler, storage: cfg.Storage, logger: cfg.Logger, callbacks: cfg.Callbacks}
 	if s.name == "" {
 		s.name = "default"
 	}
@@ -148,7 +154,7 @@ func (s *Study) BestTrial() (FrozenTrial, error) {
 	}
 	best := -1
 	for i, t := range ts {
-		if t.State == Complete && (best < 0 || s.direction.better(t.Value, ts[best].Value)) {
+		if t.State == Complete && (best < 0 || s.direction.Better(t.Value, ts[best].Value)) {
 			best = i
 		}
 	}
@@ -367,6 +373,9 @@ func (s *Study) Tell(t *Trial, value float64, err error) (FrozenTrial, error) {
 		s.logger.Info("search: trial pruned", "study", s.name, "trial", ft.Number, "params", ft.Params, "reason", msg)
 	case Fail:
 		s.logger.Warn("search: trial failed", "study", s.name, "trial", ft.Number, "params", ft.Params, "error", msg)
+	}
+	for _, cb := range s.callbacks {
+		cb(s, ft)
 	}
 	if a, ok := s.sampler.(trialFinisher); ok {
 		s.samplerMu.Lock()

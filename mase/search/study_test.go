@@ -385,3 +385,27 @@ func TestDirectionParse(t *testing.T) {
 		t.Error("NewStudy with direction 7: no error")
 	}
 }
+
+func TestCallbacksSeeEveryFinishedTrial(t *testing.T) {
+	var seen []string
+	cb := func(s *Study, ft FrozenTrial) {
+		seen = append(seen, fmt.Sprintf("%s:%d:%v", s.Name(), ft.Number, ft.State))
+	}
+	s, err := NewStudy(Config{Name: "cb", Sampler: NewRandomSampler(1), Callbacks: []func(*Study, FrozenTrial){cb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+		x, err := tr.SuggestFloat("x", 0, 1)
+		if tr.Number() == 1 {
+			return 0, errors.New("boom")
+		}
+		return x, err
+	}, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(seen, " "); got != "cb:0:complete cb:1:fail cb:2:complete" {
+		t.Errorf("callbacks saw %q", got)
+	}
+}

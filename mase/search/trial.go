@@ -88,8 +88,8 @@ func ParseDirection(s string) (Direction, error) {
 	return 0, fmt.Errorf("unknown study direction %q (allowed: minimize, maximize)", s)
 }
 
-// better reports whether a is strictly better than b in direction d.
-func (d Direction) better(a, b float64) bool {
+// Better reports whether a is strictly better than b in direction d.
+func (d Direction) Better(a, b float64) bool {
 	if d == Maximize {
 		return a > b
 	}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/nas"
+	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/searchplot"
+	"github.com/gomase/gomase/mase/tokenizer"
+)
+
+const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE] [--study NAME] [--seed S] [--quick] " +
+	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
+	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
+	"[mixed-precision: --checkpoint CKPT --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
+
+func init() {
+	register(command{
+		name:  "search",
+		usage: searchUsage,
+		short: "run Lab 2's architecture search or Lab 3's mixed-precision search; one JSON line per finished trial, the best last",
+		run:   runSearch,
+	})
+}
+
+// searchSpaces are the values --space accepts.
+var searchSpaces = []string{"nas", "mixed-precision"}
+
+// searchFlags are the flags every space shares.
+type searchFlags struct {
+	space, sampler, storage, study, dataset, plot string
+	trials, limit, evalLimit, maxLen, epochs      int
+	seed                                          uint64
+	lr                                            float64
+	quick                                         bool
+	timeout                                       time.Duration
+}
+
+// Quick mode's data scale: 2,000 SST-2 sentences cut to 32 tokens, on
+// which a QuickSpace model trains in a few seconds and accuracies differ.
+const (
+	quickSearchLimit     = 2000
+	quickSearchEvalLimit = 400
+	quickSearchMaxLen    = 32
+)
+
+// trialLine is the JSON line printed for each finished trial.
+type trialLine struct {
+	Number    int            `json:"number"`
+	State     string         `json:"state"`
+	Value     *float64       `json:"value"`
+	Params    map[string]any `json:"params"`
+	UserAttrs map[string]any `json:"user_attrs,omitempty"`
+	Duration  float64        `json:"duration_s"`
+	Message   string         `json:"message,omitempty"`
+}
+
+func newTrialLine(ft search.FrozenTrial) trialLine {
+	l := trialLine{Number: ft.Number, State: ft.State.String(), Params: ft.Params, UserAttrs: ft.UserAttrs,
+		Duration: ft.Duration().Seconds(), Message: ft.Message}
+	if ft.State == search.Complete && !math.IsNaN(ft.Value) {
+		v := ft.Value
+		l.Value = &v
+	}
+	return l
+}
+
+// runSearch is `mase search`.
+func runSearch(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f searchFlags
+	fs.StringVar(&f.space, "space", "", "search space: "+strings.Join(searchSpaces, ", ")+" (required)")
+	fs.StringVar(&f.sampler, "sampler", "tpe", "sampler: random, grid or tpe")
+	fs.IntVar(&f.trials, "trials", 10, "finish the study with this many complete trials, counting those already in --storage (grid: at most the grid's size)")
+	fs.StringVar(&f.storage, "storage", "", "journal file that keeps the study; a killed search started again with it resumes")
+	fs.StringVar(&f.study, "study", "", "study name (default bert-tiny-nas-study or bert-tiny-mixed-precision-study)")
+	fs.Uint64Var(&f.seed, "seed", 42, "seed of the sampler, the models and the data order")
+	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("quick mode: SST-2, %d training and %d test sentences of at most %d tokens, and for nas the small nas.QuickSpace, unless other flags say otherwise",
+		quickSearchLimit, quickSearchEvalLimit, quickSearchMaxLen))
+	fs.DurationVar(&f.timeout, "timeout", 0, "stop starting trials after this long (e.g. 2h; 0: no limit)")
+	fs.StringVar(&f.dataset, "dataset", "imdb", "dataset: "+strings.Join(finetune.Datasets, ", "))
+	fs.IntVar(&f.limit, "limit", 0, "class-balanced subset of N training examples (0: all)")
+	fs.IntVar(&f.evalLimit, "eval-limit", 0, "class-balanced subset of N test examples (0: all)")
+	fs.IntVar(&f.maxLen, "max-len", 512, "truncate sequences to this many tokens")
+	fs.IntVar(&f.epochs, "epochs", 1, "training epochs per trial (0: evaluate without training)")
+	fs.Float64Var(&f.lr, "lr", finetune.FromScratch().LearningRate, "peak learning rate")
+	fs.StringVar(&f.plot, "plot", "", "write the best-so-far chart of the study as SVG to this file")
+	dataDir := dataDirFlag(fs)
+	nasFlags := addNASFlags(fs)
+	mpFlags := addMixedPrecisionFlags(fs)
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
+	}
+	defer useDataDir(*dataDir)()
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.quick {
+		if !set["dataset"] {
+			f.dataset = "sst2"
+		}
+		if !set["limit"] {
+			f.limit = quickSearchLimit
+		}
+		if !set["eval-limit"] {
+			f.evalLimit = quickSearchEvalLimit
+		}
+		if !set["max-len"] {
+			f.maxLen = quickSearchMaxLen
+		}
+	}
+	if f.trials < 1 {
+		return fmt.Errorf("--trials must be ≥ 1 (got %d)", f.trials)
+	}
+	if f.epochs < 0 {
+		return fmt.Errorf("--epochs must be ≥ 0 (got %d)", f.epochs)
+	}
+	if f.maxLen < 8 || f.maxLen > 512 {
+		return fmt.Errorf("--max-len %d out of range (allowed: 8..512)", f.maxLen)
+	}
+
+	var objective search.Objective
+	var grid func() (map[string][]any, error)
+	var value string
+	var err error
+	switch f.space {
+	case "nas":
+		if f.study == "" {
+			f.study = "bert-tiny-nas-study"
+		}
+		objective, grid, value, err = nasFlags.objective(f, set, stderr)
+	case "mixed-precision":
+		if f.study == "" {
+			f.study = "bert-tiny-mixed-precision-study"
+		}
+		objective, grid, value, err = mpFlags.objective(f, set, stderr)
+	case "":
+		return fmt.Errorf("--space is required (allowed: %s)", strings.Join(searchSpaces, ", "))
+	default:
+		return fmt.Errorf("unknown --space %q (allowed: %s)", f.space, strings.Join(searchSpaces, ", "))
+	}
+	if err != nil {
+		return err
+	}
+	sampler, err := newSampler(f.sampler, int64(f.seed), grid)
+	if err != nil {
+		return err
+	}
+	var storage search.Storage
+	if f.storage != "" {
+		j, err := search.OpenJournal(f.storage, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		storage = j
+	}
+	enc := json.NewEncoder(stdout)
+	var emitErr error
+	study, err := search.NewStudy(search.Config{Name: f.study, Direction: search.Maximize, Sampler: sampler, Storage: storage,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Callbacks: []func(*search.Study, search.FrozenTrial){func(_ *search.Study, ft search.FrozenTrial) {
+			if err := enc.Encode(newTrialLine(ft)); err != nil && emitErr == nil {
+				emitErr = err
+			}
+		}}})
+	if err != nil {
+		return err
+	}
+	before, err := study.Trials()
+	if err != nil {
+		return err
+	}
+	if done := countFinished(before); done > 0 {
+		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, f.storage, done)
+	}
+	fmt.Fprintf(stderr, "%s search, %s sampler, objective: %s; %d trial(s) in all\n", f.space, f.sampler, value, f.trials)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := study.OptimizeUntil(ctx, objective, f.trials, f.timeout); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted; finished trials are kept%s", resumeHint(f.storage))
+		}
+		return err
+	}
+	if emitErr != nil {
+		return emitErr
+	}
+	best, err := study.BestTrial()
+	if err != nil {
+		return fmt.Errorf("no trial completed: %w", err)
+	}
+	if err := enc.Encode(map[string]any{"best": newTrialLine(best)}); err != nil {
+		return err
+	}
+	if f.plot != "" {
+		trials, err := study.Trials()
+		if err != nil {
+			return err
+		}
+		chart := searchplot.BestSoFarChart(fmt.Sprintf("%s: best so far (%s sampler)", f.study, f.sampler), search.Maximize,
+			[]searchplot.Named{{Name: f.sampler, Trials: trials}})
+		chart.YLabel = "best " + value + " so far"
+		svg, err := plot.LineSVG(chart)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.plot, svg, 0o644); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
+	return nil
+}
+
+func resumeHint(storage string) string {
+	if storage == "" {
+		return " only in memory (give --storage FILE to resume a search)"
+	}
+	return " in " + storage + "; run the same command to resume"
+}
+
+// countFinished counts complete and pruned trials (what OptimizeUntil counts).
+func countFinished(ts []search.FrozenTrial) int {
+	n := 0
+	for _, t := range ts {
+		if t.State == search.Complete || t.State == search.Pruned {
+			n++
+		}
+	}
+	return n
+}
+
+// newSampler builds the --sampler; grid gives the full grid of the space.
+func newSampler(name string, seed int64, grid func() (map[string][]any, error)) (search.Sampler, error) {
+	switch name {
+	case "random":
+		return search.NewRandomSampler(seed), nil
+	case "tpe":
+		return search.NewTPESampler(search.TPEOptions{Seed: seed})
+	case "grid":
+		g, err := grid()
+		if err != nil {
+			return nil, err
+		}
+		return search.NewGridSampler(g, seed)
+	}
+	return nil, fmt.Errorf("unknown --sampler %q (allowed: random, grid, tpe)", name)
+}
+
+// searchSession loads the data the trials train and evaluate on.
+func searchSession(f searchFlags, stderr io.Writer) (*compress.Session, error) {
+	o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen, Seed: f.seed}
+	trainSplit, testSplit, err := finetune.LoadSplits(o)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.BertBaseUncased()
+	if err != nil {
+		return nil, err
+	}
+	cfg := finetune.FromScratch()
+	cfg.LearningRate, cfg.Seed, cfg.Epochs = f.lr, f.seed, f.epochs
+	if err := cfg.Validate(); err != nil && f.epochs > 0 {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "data: %s, %d training and %d test examples, at most %d tokens\n", o.Dataset, trainSplit.Len(), testSplit.Len(), f.maxLen)
+	return &compress.Session{Train: data.Pretokenize(trainSplit.Examples, tok), Test: data.Pretokenize(testSplit.Examples, tok),
+		Batch: data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: f.maxLen, PadToMultipleOf: finetune.PadMultiple, Seed: f.seed}, Config: cfg}, nil
+}
+
+// nasFlags are the flags of --space nas.
+type nasFlags struct {
+	numLayers, numHeads, hidden, intermediate, gridChoices, best *string
+	likeMASE, compress                                           *bool
+	postEpochs                                                   *int
+}
+
+func addNASFlags(fs *flag.FlagSet) *nasFlags {
+	join := func(v []int) string { return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(v)), ","), "[]") }
+	s := nas.Tutorial5Space()
+	return &nasFlags{
+		numLayers:    fs.String("num-layers", join(s.NumLayers), "nas: encoder layer counts (--quick: 1,2)"),
+		numHeads:     fs.String("num-heads", join(s.NumHeads), "nas: attention head counts (--quick: 2,4)"),
+		hidden:       fs.String("hidden-sizes", join(s.HiddenSize), "nas: hidden sizes (--quick: 64,128)"),
+		intermediate: fs.String("intermediate-sizes", join(s.IntermediateSize), "nas: intermediate sizes (--quick: 128,256)"),
+		gridChoices:  fs.String("grid-layer-choices", nas.KeepLinear, "nas, grid sampler: the choices the grid gives every square Linear (linear or linear,identity)"),
+		best:         fs.String("best", "", "nas: export the best trial's model to this checkpoint base path"),
+		likeMASE:     fs.Bool("like-mase", false, "nas: reproduce MASE's tutorial, where num_layers and num_heads do not change the model"),
+		compress:     fs.Bool("compress", false, "nas: Task 2's compression-aware objective: after training, quantize (integer 8/4) and prune (l1-norm 0.5) every Linear, return the accuracy after compression"),
+		postEpochs:   fs.Int("post-epochs", 0, "nas, with --compress: train this many more epochs after compression"),
+	}
+}
+
+// Tutorial5Compression is Tutorial 5's CompressionPipeline arguments:
+// integer 8/4 on every Linear, l1-norm 0.5 local on weights and
+// activations.
+func tutorial5Compression() map[string]any {
+	integer := map[string]any{"name": "integer", "data_in_width": 8.0, "data_in_frac_width": 4.0,
+		"weight_width": 8.0, "weight_frac_width": 4.0, "bias_width": 8.0, "bias_frac_width": 4.0}
+	prune := map[string]any{"sparsity": 0.5, "method": "l1-norm", "scope": "local"}
+	return map[string]any{
+		"quantize_transform_pass": map[string]any{"by": "type", "default": map[string]any{"config": map[string]any{"name": nil}},
+			"linear": map[string]any{"config": integer}},
+		"prune_transform_pass": map[string]any{"weight": prune, "activation": prune},
+	}
+}
+
+func (n *nasFlags) objective(f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
+	space := nas.Tutorial5Space()
+	if f.quick {
+		space = nas.QuickSpace()
+	}
+	space.LikeMASE = *n.likeMASE
+	var err error
+	for _, l := range []struct {
+		flag string
+		val  string
+		dst  *[]int
+	}{{"num-layers", *n.numLayers, &space.NumLayers}, {"num-heads", *n.numHeads, &space.NumHeads},
+		{"hidden-sizes", *n.hidden, &space.HiddenSize}, {"intermediate-sizes", *n.intermediate, &space.IntermediateSize}} {
+		if !set[l.flag] {
+			continue
+		}
+		if *l.dst, err = parseInts("--"+l.flag, l.val); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	if err := space.Validate(); err != nil {
+		return nil, nil, "", err
+	}
+	if *n.postEpochs < 0 || (*n.postEpochs > 0 && !*n.compress) {
+		return nil, nil, "", fmt.Errorf("--post-epochs needs --compress and must be ≥ 0")
+	}
+	choices := strings.Split(*n.gridChoices, ",")
+	sess, err := searchSession(f, stderr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	obj := &nas.Objective{Space: space, Session: sess, Seed: f.seed, BestPath: *n.best}
+	value := "accuracy"
+	if *n.compress {
+		obj.Compression, obj.PostEpochs = tutorial5Compression(), *n.postEpochs
+		value = "accuracy after compression"
+		if obj.PostEpochs > 0 {
+			value += " and training"
+		}
+	}
+	if *n.best != "" {
+		if err := os.MkdirAll(filepath.Dir(*n.best), 0o755); err != nil {
+			return nil, nil, "", fmt.Errorf("--best: %w", err)
+		}
+	}
+	archs, total := space.Size()
+	fmt.Fprintf(stderr, "space: %d architectures, %s trials counting the layer choices\n", archs, total)
+	return obj.Run, func() (map[string][]any, error) { return space.Grid(choices) }, value, nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/mixedprecision"
+	"github.com/gomase/gomase/mase/search"
+)
+
+// mixedPrecisionFlags are the flags of --space mixed-precision.
+type mixedPrecisionFlags struct {
+	checkpoint, formats, widths, fracWidths, bits *string
+	startEpochs                                   *int
+	lambda                                        *float64
+}
+
+func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
+	return &mixedPrecisionFlags{
+		checkpoint: fs.String("checkpoint", "", "mixed-precision: the trained model every trial starts from (default: train bert-tiny first for --start-epochs)"),
+		formats: fs.String("formats", "integer", "mixed-precision: formats a Linear may take besides full precision, comma-separated, or all ("+
+			strings.Join(mixedprecision.Formats, ", ")+")"),
+		widths:      fs.String("widths", "", "mixed-precision: per-layer integer widths to search (Task 1: 8,16,32; empty: fixed 8)"),
+		fracWidths:  fs.String("frac-widths", "", "mixed-precision: per-layer integer fractional widths to search (Task 1: 2,4,8; empty: fixed 4)"),
+		bits:        fs.String("bits", mixedprecision.BitsStorage, "mixed-precision: the bit count of the cost: storage (real bits per weight element) or mase (MASE's precision sum)"),
+		startEpochs: fs.Int("start-epochs", 1, "mixed-precision: epochs of the starting model's training when no --checkpoint is given"),
+		lambda:      fs.Float64("lambda", 0, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
+	}
+}
+
+func (m *mixedPrecisionFlags) objective(f searchFlags, _ map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
+	space := mixedprecision.Space{Choices: []string{mixedprecision.Linear}}
+	if *m.formats == "all" {
+		space.Choices = append(space.Choices, mixedprecision.Formats...)
+	} else {
+		space.Choices = append(space.Choices, strings.Split(*m.formats, ",")...)
+	}
+	var err error
+	if *m.widths != "" {
+		if space.Widths, err = parseInts("--widths", *m.widths); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	if *m.fracWidths != "" {
+		if space.FracWidths, err = parseInts("--frac-widths", *m.fracWidths); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	if err := space.Validate(); err != nil {
+		return nil, nil, "", err
+	}
+	if *m.lambda < 0 {
+		return nil, nil, "", fmt.Errorf("--lambda must be ≥ 0 (got %g)", *m.lambda)
+	}
+	if *m.bits != mixedprecision.BitsStorage && *m.bits != mixedprecision.BitsMASE {
+		return nil, nil, "", fmt.Errorf("unknown --bits %q (allowed: %s, %s)", *m.bits, mixedprecision.BitsStorage, mixedprecision.BitsMASE)
+	}
+	if *m.startEpochs < 1 {
+		return nil, nil, "", fmt.Errorf("--start-epochs must be ≥ 1")
+	}
+	sess, err := searchSession(f, stderr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	sess.Checkpoint = *m.checkpoint
+	if sess.Checkpoint == "" {
+		dir, err := os.MkdirTemp("", "gomase-search-")
+		if err != nil {
+			return nil, nil, "", err
+		}
+		// The temporary start model lives as long as the process.
+		sess.Checkpoint = filepath.Join(dir, "start")
+		cfg := sess.Config
+		cfg.Epochs = *m.startEpochs
+		o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen,
+			Seed: f.seed, Train: &cfg, Out: sess.Checkpoint}
+		fmt.Fprintf(stderr, "training the starting model (%d epoch(s))\n", *m.startEpochs)
+		res, err := finetune.Run(o)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("training the starting model: %w", err)
+		}
+		fmt.Fprintf(stderr, "starting model: accuracy %.4f\n", res.Final.Accuracy)
+	}
+	obj := mixedprecision.NewObjective(space, sess)
+	obj.Lambda, obj.Bits = *m.lambda, *m.bits
+	value := "accuracy"
+	if obj.Lambda > 0 {
+		value = fmt.Sprintf("accuracy − %g·%s bits", obj.Lambda, obj.Bits)
+	}
+	grid := func() (map[string][]any, error) {
+		mg, err := sess.Load()
+		if err != nil {
+			return nil, err
+		}
+		return space.Grid(mg)
+	}
+	return obj.Run, grid, value, nil
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomase/gomase/mase/search"
+)
+
+// TestMain lets the tests run this test binary as the mase command
+// (GOMASE_RUN_AS_MASE=1), so a test can kill a real mase process.
+func TestMain(m *testing.M) {
+	if os.Getenv("GOMASE_RUN_AS_MASE") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// tinyNAS are the flags of a NAS search whose trials take well under a
+// second: a small space on 64 SST-2 sentences.
+var tinyNAS = []string{"--space", "nas", "--quick", "--num-layers", "1,2", "--num-heads", "2", "--hidden-sizes", "32,64",
+	"--intermediate-sizes", "64,128", "--limit", "64", "--eval-limit", "64"}
+
+func decodeTrialLines(t *testing.T, out string) (trials []trialLine, best *trialLine) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var b struct{ Best *trialLine }
+		if err := json.Unmarshal([]byte(line), &b); err == nil && b.Best != nil {
+			best = b.Best
+			continue
+		}
+		var tl trialLine
+		if err := json.Unmarshal([]byte(line), &tl); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		trials = append(trials, tl)
+	}
+	return trials, best
+}
+
+func TestSearchNASPrintsTrialsAndBest(t *testing.T) {
+	plotPath := filepath.Join(t.TempDir(), "best.svg")
+	code, out, errOut := runCLI(append(append([]string{"search"}, tinyNAS...), "--sampler", "random", "--trials", "3", "--plot", plotPath)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	trials, best := decodeTrialLines(t, out)
+	if len(trials) != 3 || best == nil {
+		t.Fatalf("%d trial lines, best %v:\n%s", len(trials), best, out)
+	}
+	for i, tr := range trials {
+		if tr.Number != i || tr.State != "complete" || tr.Value == nil || *tr.Value < 0 || *tr.Value > 1 || tr.Duration <= 0 {
+			t.Errorf("trial line %+v", tr)
+		}
+		if _, ok := tr.Params["hidden_size"]; !ok {
+			t.Errorf("trial %d params %v", i, tr.Params)
+		}
+	}
+	for _, tr := range trials {
+		if *tr.Value > *best.Value {
+			t.Errorf("best %v but trial %d has %v", *best.Value, tr.Number, *tr.Value)
+		}
+	}
+	svg, err := os.ReadFile(plotPath)
+	if err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Errorf("plot: %v", err)
+	}
+}
+
+func TestSearchGridVisitsEachPointOnce(t *testing.T) {
+	// 2 × 1 × 2 × 2 = 8 architectures; asking for more stops at 8.
+	code, out, errOut := runCLI(append(append([]string{"search"}, tinyNAS...), "--sampler", "grid", "--trials", "10", "--epochs", "0")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	trials, _ := decodeTrialLines(t, out)
+	seen := map[string]bool{}
+	for _, tr := range trials {
+		key := ""
+		for _, p := range []string{"num_layers", "num_heads", "hidden_size", "intermediate_size"} {
+			js, _ := json.Marshal(tr.Params[p])
+			key += string(js) + ","
+		}
+		if seen[key] {
+			t.Errorf("grid point %s visited twice", key)
+		}
+		seen[key] = true
+	}
+	if len(seen) != 8 {
+		t.Errorf("%d grid points visited, want 8", len(seen))
+	}
+}
+
+func TestSearchBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision)"},
+		{[]string{"--space", "nass"}, `unknown --space "nass"`},
+		{append(slices.Clone(tinyNAS), "--sampler", "cmaes"), `unknown --sampler "cmaes" (allowed: random, grid, tpe)`},
+		{append(slices.Clone(tinyNAS), "--trials", "0"), "--trials must be ≥ 1"},
+		{append(slices.Clone(tinyNAS), "--hidden-sizes", "30", "--num-heads", "4"), "hidden_size 30 is not a multiple of num_heads 4"},
+		{append(slices.Clone(tinyNAS), "--post-epochs", "1"), "--post-epochs needs --compress"},
+		{[]string{"--space", "mixed-precision", "--formats", "int8"}, `"int8"`},
+		{[]string{"--space", "mixed-precision", "--bits", "real"}, `unknown --bits "real"`},
+		{[]string{"--space", "mixed-precision", "--lambda", "-1"}, "--lambda must be ≥ 0"},
+	} {
+		code, _, errOut := runCLI(append([]string{"search"}, c.args...)...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestSearchKilledAndResumed kills a mase search with a journal after
+// two finished trials, starts it again, and checks that the study ends
+// with the requested number of complete trials, the first two kept as
+// they were and no trial number or completed trial duplicated.
+func TestSearchKilledAndResumed(t *testing.T) {
+	journal := filepath.Join(t.TempDir(), "study.jsonl")
+	args := append([]string{"search"}, tinyNAS...)
+	args = append(args, "--sampler", "tpe", "--trials", "6", "--storage", journal, "--study", "resume-test")
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "GOMASE_RUN_AS_MASE=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var first []trialLine
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for len(first) < 2 && sc.Scan() {
+		var tl trialLine
+		if err := json.Unmarshal(sc.Bytes(), &tl); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		first = append(first, tl)
+	}
+	// Kill it mid-run (it is into its third trial or about to be).
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if len(first) != 2 {
+		t.Fatalf("the first run printed %d trials before the kill", len(first))
+	}
+
+	start := time.Now()
+	code, out, errOut := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("resumed run: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "resuming study") {
+		t.Errorf("the resumed run did not say it resumed: %s", errOut)
+	}
+	second, best := decodeTrialLines(t, out)
+	if best == nil {
+		t.Fatal("no best line")
+	}
+
+	j, err := search.OpenJournal(journal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	st, err := search.NewStudy(search.Config{Name: "resume-test", Direction: search.Maximize, Storage: j, Sampler: search.NewRandomSampler(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.Trials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete, numbers := 0, map[int]bool{}
+	for _, tr := range all {
+		if numbers[tr.Number] {
+			t.Errorf("trial number %d twice", tr.Number)
+		}
+		numbers[tr.Number] = true
+		if tr.State == search.Complete {
+			complete++
+		}
+	}
+	if complete != 6 {
+		t.Errorf("%d complete trials in the journal, want 6 (trials: %d)", complete, len(all))
+	}
+	for _, f := range first {
+		tr := all[f.Number]
+		js1, _ := json.Marshal(f.Params)
+		js2, _ := json.Marshal(tr.Params)
+		if tr.State != search.Complete || tr.Value != *f.Value || string(js1) != string(js2) {
+			t.Errorf("trial %d changed after the resume: %v %v %s, was %v %s", f.Number, tr.State, tr.Value, js2, *f.Value, js1)
+		}
+	}
+	for _, s := range second {
+		if s.Number < 2 {
+			t.Errorf("the resumed run re-ran trial %d", s.Number)
+		}
+	}
+	if len(second) < 4 {
+		t.Errorf("the resumed run finished %d trials, want at least 4", len(second))
+	}
+	t.Logf("resumed run: %d trials in %v; journal holds %d trials", len(second), time.Since(start), len(all))
+}
+
+func TestSearchMixedPrecisionCost(t *testing.T) {
+	code, out, errOut := runCLI("search", "--space", "mixed-precision", "--quick", "--limit", "64", "--eval-limit", "64",
+		"--sampler", "random", "--trials", "2", "--formats", "integer,minifloat_ieee", "--widths", "8,16", "--frac-widths", "2,4", "--lambda", "0.01")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	trials, best := decodeTrialLines(t, out)
+	if len(trials) != 2 || best == nil {
+		t.Fatalf("output:\n%s", out)
+	}
+	for _, tr := range trials {
+		acc, _ := tr.UserAttrs["accuracy"].(float64)
+		bits, _ := tr.UserAttrs["w_avg_bits"].(float64)
+		if bits < 8 || bits > 32 || tr.Value == nil || diff(*tr.Value, acc-0.01*bits) > 1e-9 {
+			t.Errorf("trial %d: value %v, accuracy %v, bits %v", tr.Number, tr.Value, acc, bits)
+		}
+		if _, ok := tr.Params["bert.encoder.layer.0.attention.self.query_type"]; !ok {
+			t.Errorf("params %v", tr.Params)
+		}
+	}
+}
+
+func diff(a, b float64) float64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}

@@ -1,0 +1,164 @@
+package nas
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/search"
+)
+
+// TracedInputs are the inputs trial models are traced with (the trainer
+// needs the labels for its loss).
+var TracedInputs = []string{"input_ids", "attention_mask", "labels"}
+
+// Objective is the tutorial's objective: build the trial's model, train
+// it, evaluate it and return the test accuracy. With Compression set it is
+// Task 2's compression-aware objective: after training, the model goes
+// through the CompressionPipeline and the accuracy after compression
+// (after PostEpochs more epochs of training when PostEpochs > 0) is the
+// value.
+//
+// It records user attributes on each trial: "parameters",
+// "num_hidden_layers", "num_attention_heads", "hidden_size",
+// "intermediate_size", "identities" (how many square Linears became
+// Identity), "accuracy" (after training), and with compression
+// "compressed_accuracy" and, with PostEpochs, "post_trained_accuracy".
+type Objective struct {
+	Space Space
+	// Session holds the data, batching and optimiser settings (Epochs is
+	// the training before compression); its Checkpoint is not used.
+	Session *compress.Session
+	// Seed initialises the trial models: trial n's model uses Seed + n,
+	// so a study is reproducible and trials do not share initialisations.
+	Seed uint64
+	// Compression, when set, holds the CompressionPipeline's arguments by
+	// pass name (quantize_transform_pass, prune_transform_pass).
+	Compression map[string]any
+	// PostEpochs is the training after compression (0: none).
+	PostEpochs int
+	// BestPath, when set, is where the model of the best trial so far is
+	// exported (checkpoint.Export; MASE pickles study.best_trial's model).
+	BestPath string
+	// Verbose keeps the passes' per-module log lines (silenced by default).
+	Verbose bool
+	// OnModel, when set, sees every trial's final graph before its value
+	// is returned.
+	OnModel func(t *search.Trial, mg *mase.MaseGraph)
+}
+
+// Run evaluates one trial; it is a search.Objective.
+func (o *Objective) Run(t *search.Trial) (float64, error) {
+	if o.Session == nil {
+		return 0, fmt.Errorf("nas: Objective.Session is nil")
+	}
+	start := time.Now()
+	m, arch, err := o.Space.Build(t, o.Seed+uint64(t.Number()))
+	if err != nil {
+		return 0, err
+	}
+	attrs := map[string]any{"parameters": arch.Parameters, "num_hidden_layers": arch.Config.NumHiddenLayers,
+		"num_attention_heads": arch.Config.NumAttentionHeads, "hidden_size": arch.Config.HiddenSize,
+		"intermediate_size": arch.Config.IntermediateSize, "identities": len(arch.Identities)}
+	if err := setAttrs(t, attrs); err != nil {
+		return 0, err
+	}
+	mg, err := mase.NewMaseGraph(m, TracedInputs)
+	if err != nil {
+		return 0, err
+	}
+	title := fmt.Sprintf("trial %d", t.Number())
+	value, err := trainAndEvaluate(o.Session, t, mg, title, "accuracy")
+	if err != nil {
+		return 0, err
+	}
+	if o.Compression != nil {
+		err := o.quietly(func() (err error) {
+			mg, _, err = passes.CompressionPipeline().Run(mg, o.Compression)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		m, err := o.Session.Evaluate(mg)
+		if err != nil {
+			return 0, err
+		}
+		value = m.Accuracy
+		if err := t.SetUserAttr("compressed_accuracy", value); err != nil {
+			return 0, err
+		}
+		if o.PostEpochs > 0 {
+			post := *o.Session
+			post.Config.Epochs = o.PostEpochs
+			if value, err = trainAndEvaluate(&post, t, mg, title+", after compression", "post_trained_accuracy"); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := t.SetUserAttr("seconds", time.Since(start).Seconds()); err != nil {
+		return 0, err
+	}
+	if o.OnModel != nil {
+		o.OnModel(t, mg)
+	}
+	if o.BestPath != "" {
+		if err := o.saveIfBest(t, mg, value); err != nil {
+			return 0, err
+		}
+	}
+	return value, nil
+}
+
+// trainAndEvaluate trains mg for the session's epochs, evaluates it and
+// records the accuracy as attr.
+func trainAndEvaluate(s *compress.Session, t *search.Trial, mg *mase.MaseGraph, title, attr string) (float64, error) {
+	if s.Config.Epochs > 0 {
+		if _, err := s.FineTune(mg, title); err != nil {
+			return 0, err
+		}
+	}
+	m, err := s.Evaluate(mg)
+	if err != nil {
+		return 0, err
+	}
+	return m.Accuracy, t.SetUserAttr(attr, m.Accuracy)
+}
+
+// saveIfBest exports mg to BestPath when value beats every completed
+// trial of the study so far.
+func (o *Objective) saveIfBest(t *search.Trial, mg *mase.MaseGraph, value float64) error {
+	best, err := t.Study().BestTrial()
+	if err == nil && !t.Study().Direction().Better(value, best.Value) {
+		return nil
+	}
+	if err := checkpoint.Export(o.BestPath, mg, checkpoint.Spec{Model: "bert-tiny", Seed: o.Seed + uint64(t.Number())}); err != nil {
+		return fmt.Errorf("nas: saving the best model: %w", err)
+	}
+	return t.SetUserAttr("saved_as_best", o.BestPath)
+}
+
+// quietly runs f with the passes' logger silenced unless Verbose.
+func (o *Objective) quietly(f func() error) error {
+	if o.Verbose {
+		return f()
+	}
+	saved := passes.Logger
+	passes.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	defer func() { passes.Logger = saved }()
+	return f()
+}
+
+func setAttrs(t *search.Trial, attrs map[string]any) error {
+	for k, v := range attrs {
+		if err := t.SetUserAttr(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
