@@ -64,6 +64,18 @@ func (b BarChart) validate() (float64, error) {
 	return top, nil
 }
 
+// wholeValues reports whether every bar's value is a whole number.
+func (b BarChart) wholeValues() bool {
+	for _, g := range b.Groups {
+		for _, v := range g.Values {
+			if !isInteger(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // BarSVG renders the bar chart as SVG.
 func BarSVG(b BarChart) ([]byte, error) {
 	p, w, h, err := b.build()
@@ -82,6 +94,7 @@ func (b BarChart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 	n, groups := len(b.Categories), len(b.Groups)
 
 	p = gplot.New()
+	useSVGText(p)
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = b.Title, b.XLabel, b.YLabel
 	grid := plotter.NewGrid()
 	grid.Vertical.Color = nil // a vertical grid would cut through the bars
@@ -97,6 +110,9 @@ func (b BarChart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 	if top == 0 {
 		p.Y.Max = 1
 	}
+	if b.wholeValues() {
+		p.Y.Tick.Marker = integerTicks{} // counts: no 2.50 layers
+	}
 	// Lay out with horizontal labels first; slant them if the widest does
 	// not fit in a category's slot.
 	w, h = size(b.Width, b.Height, 9)
@@ -110,17 +126,27 @@ func (b BarChart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 	if widest+lsty.Width("MM") > slot {
 		flat := tickLabelsHeight(*lsty, b.Categories)
 		// Slant them at 45°, or stand them upright when the slots are too
-		// narrow for slanted lines not to touch.
-		lsty.Rotation = math.Pi / 4
+		// narrow for slanted lines not to touch. A label ends at its
+		// anchor, below its tick (svgText anchors it there in the SVG,
+		// whatever font the viewer draws it in): a slanted one hangs from
+		// the top corner of its end, so that no part of it rises into the
+		// tick; an upright one is centred under the tick.
+		lsty.Rotation, lsty.XAlign, lsty.YAlign = math.Pi/4, draw.XRight, draw.YTop
 		if slot*math.Sqrt2/2 < lsty.Height("Xg")*1.1 {
-			lsty.Rotation = math.Pi / 2
+			lsty.Rotation, lsty.YAlign = math.Pi/2, draw.YCenter
 		}
-		lsty.XAlign, lsty.YAlign = draw.XRight, draw.YCenter
-		// The slanted labels reach a little above their anchor: short tick
-		// marks keep them off the axis line and show which bar they name.
-		p.X.Tick.Length = vg.Points(6)
+		// gonum puts the anchor a font descent above the top of the
+		// labels' band, into the ticks: drop the labels by that much, and
+		// the axis label with them.
+		drop := lsty.FontExtents().Descent
+		hdlr := newSVGText()
+		hdlr.drop = drop
+		lsty.Handler = hdlr
+		p.X.Label.Padding += drop
+		// Short tick marks show which bar a label names.
+		p.X.Tick.Length = vg.Points(5)
 		if b.Height <= 0 {
-			h += tickLabelsHeight(*lsty, b.Categories) - flat
+			h += tickLabelsHeight(*lsty, b.Categories) - flat + drop + p.X.Tick.Length
 		}
 		dc = p.DataCanvas(draw.New(newMeasureCanvas(w, h)))
 		slot = dc.Size().X / vg.Length(n)
@@ -147,6 +173,7 @@ func (b BarChart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 	if b.ShowValues {
 		vsty = p.X.Tick.Label
 		vsty.Rotation, vsty.XAlign, vsty.YAlign = 0, draw.XCenter, draw.YBottom
+		vsty.Handler = newSVGText() // not the tick labels' dropping one
 	}
 	for gi, g := range b.Groups {
 		bars, err := plotter.NewBarChart(plotter.Values(g.Values), barW)

@@ -31,6 +31,10 @@ type Series struct {
 }
 
 // Chart describes a line chart; its series may also be scatter series.
+// The y axis spans the data and 5% more above and below (data of a single
+// y value first get a tenth of it, or 1 for 0, on either side); the x axis
+// spans the data exactly, or 5% more on either side when the chart has
+// markers (scatter series or Points), so that none is drawn on an axis.
 type Chart struct {
 	Title, XLabel, YLabel string
 	Series                []Series
@@ -44,6 +48,10 @@ type Chart struct {
 	LegendBottom bool
 	// LegendLeft puts the legend on the left instead of the right.
 	LegendLeft bool
+	// IntegerX labels the x axis with whole numbers only (trial numbers,
+	// steps, bit widths), at a step of 1, 2, 5, 10, 20, … units. A chart
+	// whose x values are all whole numbers gets such an axis without it.
+	IntegerX bool
 }
 
 // palette holds readable, distinct line colours.
@@ -73,7 +81,7 @@ func size(width, height, defHeight float64) (w, h vg.Length) {
 }
 
 // render draws p on a w × h canvas in format (as gonum names it: "svg") and
-// returns the file's bytes.
+// returns the file's bytes; SVG text drawn by svgText gets its anchor.
 func render(p *gplot.Plot, w, h vg.Length, format string) ([]byte, error) {
 	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
@@ -84,8 +92,16 @@ func render(p *gplot.Plot, w, h vg.Length, format string) ([]byte, error) {
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
 	}
+	if format == "svg" {
+		return anchorText(buf.Bytes()), nil
+	}
 	return buf.Bytes(), nil
 }
+
+// rangePad is the fraction of the data range left free on either side of
+// the y axis, so no line runs along the frame or under the legend's edge,
+// and of the x axis of a chart with markers, so no marker sits on an axis.
+const rangePad = 0.05
 
 // LineSVG renders the chart as SVG.
 func LineSVG(c Chart) ([]byte, error) {
@@ -96,11 +112,31 @@ func LineSVG(c Chart) ([]byte, error) {
 	return render(p, w, h, "svg")
 }
 
+// integerX reports whether the chart's x axis gets only whole-number ticks:
+// with IntegerX, or when it has points and all their x values are whole.
+func (c Chart) integerX() bool {
+	if c.IntegerX {
+		return true
+	}
+	n := 0
+	for _, s := range c.Series {
+		for _, x := range s.X {
+			if !isInteger(x) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
 // build lays the chart out as a plot of size w × h.
 func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 	p = gplot.New()
+	useSVGText(p)
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.Title, c.XLabel, c.YLabel
 	p.Add(plotter.NewGrid())
+	markers := false
 	for i, s := range c.Series {
 		if len(s.X) != len(s.Y) {
 			return nil, 0, 0, fmt.Errorf("plot: series %q has %d x values and %d y values", s.Name, len(s.X), len(s.Y))
@@ -141,15 +177,24 @@ func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 			}
 			p.Add(marks)
 			thumbs = append(thumbs, marks)
+			markers = true
 		}
 		if s.Name != "" {
 			p.Legend.Add(s.Name, thumbs...)
 		}
 	}
-	// Leave 5% of the range free above and below, so no line runs along
-	// the frame or under the legend's edge.
-	if pad := (p.Y.Max - p.Y.Min) * 0.05; pad > 0 {
-		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
+	intX := c.integerX()
+	if intX {
+		p.X.Tick.Marker = integerTicks{}
+	}
+	if p.X.Min <= p.X.Max { // the chart has data
+		// Lines run from edge to edge; markers keep off the edges.
+		xpad := 0.0
+		if markers {
+			xpad = rangePad
+		}
+		p.X.Min, p.X.Max = padRange(p.X.Min, p.X.Max, xpad, intX)
+		p.Y.Min, p.Y.Max = padRange(p.Y.Min, p.Y.Max, rangePad, false)
 	}
 	p.Legend.Top = !c.LegendBottom
 	p.Legend.Left = c.LegendLeft

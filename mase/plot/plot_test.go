@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"html"
 	"io"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // checkXML fails the test unless svg is well-formed XML with an <svg> root.
@@ -154,6 +161,262 @@ func TestBarSVGErrors(t *testing.T) {
 		_, err := BarSVG(tc.c)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("BarSVG(%+v): err = %v, want one containing %q", tc.c, err, tc.want)
+		}
+	}
+}
+
+// svgTextElem is one <text> element of an SVG drawn by render, with its
+// anchor point in gonum's coordinates (points, y up from the bottom).
+type svgTextElem struct {
+	Text     string
+	X, Y     float64 // the anchor point of the baseline
+	Rotation float64 // degrees, counter-clockwise
+	Anchor   string  // text-anchor: "" (start), "middle" or "end"
+}
+
+var (
+	svgViewBox  = regexp.MustCompile(`viewBox="0 0 ([0-9.e+-]+) ([0-9.e+-]+)"`)
+	svgTextElRe = regexp.MustCompile(`(?:<g transform="rotate\(([0-9.e+-]+)\)">\s*)?<text ([^>]*)>([^<]*)</text>`)
+	svgAttrRe   = regexp.MustCompile(`([a-z-]+)="([^"]*)"`)
+)
+
+// svgTexts returns the text elements of svg and its viewBox's width and
+// height.
+func svgTexts(t *testing.T, svg []byte) (texts []svgTextElem, w, h float64) {
+	t.Helper()
+	m := svgViewBox.FindSubmatch(svg)
+	if m == nil {
+		t.Fatal("SVG has no viewBox")
+	}
+	w, _ = strconv.ParseFloat(string(m[1]), 64)
+	h, _ = strconv.ParseFloat(string(m[2]), 64)
+	for _, m := range svgTextElRe.FindAllSubmatch(svg, -1) {
+		e := svgTextElem{Text: html.UnescapeString(string(m[3]))}
+		if len(m[1]) > 0 {
+			e.Rotation, _ = strconv.ParseFloat(string(m[1]), 64)
+		}
+		var x, y float64
+		for _, a := range svgAttrRe.FindAllSubmatch(m[2], -1) {
+			switch v := string(a[2]); string(a[1]) {
+			case "x":
+				x, _ = strconv.ParseFloat(v, 64)
+			case "y":
+				y, _ = strconv.ParseFloat(v, 64)
+			case "text-anchor":
+				e.Anchor = v
+			}
+		}
+		// vgsvg writes the point of the (rotated) frame as (x, -y) under
+		// scale(1, -1); rotate it back into the canvas.
+		sin, cos := math.Sincos(e.Rotation * math.Pi / 180)
+		e.X, e.Y = x*cos+y*sin, x*sin-y*cos
+		texts = append(texts, e)
+	}
+	return texts, w, h
+}
+
+// textByName returns the text elements of texts by their text.
+func textByName(texts []svgTextElem) map[string]svgTextElem {
+	m := map[string]svgTextElem{}
+	for _, e := range texts {
+		m[e.Text] = e
+	}
+	return m
+}
+
+func TestBarSVGSlantedLabelsVisible(t *testing.T) {
+	cats := []string{"Linear", "LinearBinaryScaling", "LinearBlockFP", "LinearInteger", "LinearLog", "LinearMXInt8", "LinearMinifloatIEEE", "LinearTernary"}
+	c := BarChart{Title: "Layer types in the best model", XLabel: "layer type", YLabel: "layers", Categories: cats, ShowValues: true,
+		Groups: []BarGroup{{Name: "layers", Values: []float64{3, 1, 0, 2, 5, 1, 2, 4}}}}
+	p, w, h, err := c.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := BarSVG(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, vw, vh := svgTexts(t, svg)
+	if math.Abs(vw-w.Points()) > 0.01 || math.Abs(vh-h.Points()) > 0.01 {
+		t.Fatalf("viewBox %v × %v, want %v × %v", vw, vh, w.Points(), h.Points())
+	}
+	dc := p.DataCanvas(draw.New(newMeasureCanvas(w, h)))
+	axisY := dc.Min.Y.Points() // the bars stand on the axis line
+	byName := textByName(texts)
+	title, ok := byName["layer type"]
+	if !ok {
+		t.Fatal("SVG lacks the x axis label")
+	}
+	titleTop := title.Y + p.X.Label.TextStyle.FontExtents().Ascent.Points()
+	plain := text.Plain{Fonts: font.DefaultCache}
+	fnt := p.X.Tick.Label.Font
+	size := fnt.Size.Points()
+	desc := p.X.Tick.Label.FontExtents().Descent.Points()
+	asc := p.X.Tick.Label.FontExtents().Ascent.Points()
+	for i, cat := range cats {
+		e, ok := byName[cat]
+		if !ok {
+			t.Fatalf("SVG lacks label %q", cat)
+		}
+		if e.Rotation != 45 || e.Anchor != "end" {
+			t.Errorf("%q: rotation %v, text-anchor %q; want a 45° label anchored at its end", cat, e.Rotation, e.Anchor)
+			continue
+		}
+		// The end of the baseline: just below and right of the tick, with
+		// the top corner of the end (an ascent above the baseline, at
+		// right angles to it) below the tick.
+		tickX := dc.X(p.X.Norm(float64(i))).Points()
+		tickBottom := axisY - p.X.Tick.Length.Points()
+		if dx, gap := e.X-tickX, tickBottom-(e.Y+asc*math.Sqrt2/2); dx < 0 || dx > size || gap < 0 || gap > size/2 {
+			t.Errorf("%q ends at (%.1f, %.1f), %.1f right of its tick, its top %.1f below the tick; want it just below the tick", cat, e.X, e.Y, dx, gap)
+		}
+		// Its start, in Liberation Serif and in a font a quarter wider
+		// (the fallback fonts of browsers without it): inside the canvas,
+		// above the axis label.
+		wd, _, _ := plain.Box(cat, fnt)
+		for _, slack := range []float64{1, 1.25} {
+			l := wd.Points() * slack
+			sx, sy := e.X-l*math.Sqrt2/2, e.Y-l*math.Sqrt2/2
+			// The bottom left corner of the text lies a descent below
+			// the baseline, at right angles to it.
+			bx, by := sx+desc*math.Sqrt2/2, sy-desc*math.Sqrt2/2
+			if sx < 0 || by < 0 || sy > vh || bx > vw {
+				t.Errorf("%q (×%v wide) starts at (%.1f, %.1f), outside the %.1f × %.1f canvas", cat, slack, sx, by, vw, vh)
+			}
+			if by < titleTop {
+				t.Errorf("%q (×%v wide) reaches down to %.1f, into the axis label whose top is at %.1f", cat, slack, by, titleTop)
+			}
+		}
+	}
+	if strings.ContainsAny(string(svg), "\uE000\uE001") {
+		t.Error("SVG keeps text anchor markers")
+	}
+}
+
+func TestSVGTextAnchors(t *testing.T) {
+	// A marker in the text itself is dropped, not taken for an anchor.
+	svg, err := LineSVG(Chart{Title: "a \uE001title", XLabel: "x", YLabel: "y",
+		Series: []Series{{Name: "left", X: []float64{10, 20}, Y: []float64{0.25, 0.75}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkXML(t, svg)
+	texts, _, _ := svgTexts(t, svg)
+	byName := textByName(texts)
+	for name, want := range map[string]string{"a title": "middle", "x": "middle", "y": "middle", "left": "end", "0.50": "end", "14": "middle"} {
+		if e, ok := byName[name]; !ok || e.Anchor != want {
+			t.Errorf("text %q: present %v, text-anchor %q, want %q", name, ok, e.Anchor, want)
+		}
+	}
+	if strings.ContainsAny(string(svg), "\uE000\uE001") {
+		t.Error("SVG keeps text anchor markers")
+	}
+}
+
+func TestIntegerTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   string // the labels, space-separated
+	}{
+		{-0.25, 5.25, "0 1 2 3 4 5"},
+		{0, 9, "0 2 4 6 8"},
+		{-2, 39, "0 5 10 15 20 25 30 35"},
+		{-2, 99, "0 20 40 60 80"},
+		{1, 1234, "200 400 600 800 1000 1200"},
+		{-0.5, 0.5, "0"},
+		{-7, -3, "-7 -6 -5 -4 -3"},
+	} {
+		var labels []string
+		for _, tk := range (integerTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Value < tc.lo || tk.Value > tc.hi || tk.Value != math.Trunc(tk.Value) {
+				t.Errorf("[%v, %v]: tick at %v", tc.lo, tc.hi, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != tc.want {
+			t.Errorf("[%v, %v]: labels %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+	// No whole number in the range: gonum's ticks.
+	if ticks := (integerTicks{}).Ticks(0.2, 0.8); len(ticks) == 0 {
+		t.Error("[0.2, 0.8]: no ticks")
+	}
+}
+
+func TestLineSVGIntegerX(t *testing.T) {
+	x := []float64{0, 1, 2, 3, 4, 5}
+	y := []float64{0.52, 0.61, 0.66, 0.7, 0.7, 0.73}
+	for _, c := range []Chart{
+		{Title: "auto", Series: []Series{{Name: "TPE", X: x, Y: y}}},
+		{Title: "scatter", Series: []Series{{Name: "TPE", X: x, Y: y, Scatter: true}}},
+		{Title: "forced", IntegerX: true, Series: []Series{{Name: "TPE", X: []float64{0, 2.5, 5}, Y: y[:3]}}},
+	} {
+		if !c.integerX() {
+			t.Errorf("%s: x axis not integer", c.Title)
+		}
+		svg, err := LineSVG(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels := textByName(mustTexts(t, svg))
+		for _, want := range []string{"0", "1", "2", "3", "4", "5"} {
+			if _, ok := labels[want]; !ok {
+				t.Errorf("%s: no x tick label %q", c.Title, want)
+			}
+		}
+		for l := range labels {
+			if strings.HasSuffix(l, ".5") || strings.HasSuffix(l, ".50") || strings.HasSuffix(l, ".00") {
+				t.Errorf("%s: tick label %q on an integer axis", c.Title, l)
+			}
+		}
+	}
+	sweep := Chart{Series: []Series{{X: []float64{0.1, 0.5, 0.9}, Y: []float64{1, 2, 3}}}}
+	if sweep.integerX() {
+		t.Error("fractional x values give an integer axis")
+	}
+	svg, err := LineSVG(sweep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := textByName(mustTexts(t, svg))["0.5"]; !ok {
+		t.Error("fractional x axis lacks its tick label 0.5")
+	}
+}
+
+func mustTexts(t *testing.T, svg []byte) []svgTextElem {
+	t.Helper()
+	texts, _, _ := svgTexts(t, svg)
+	return texts
+}
+
+func TestChartRange(t *testing.T) {
+	x := []float64{0, 1, 2, 3, 4, 5}
+	y := []float64{0.2, 0.7, 0.5, 0.9, 0.6, 0.8}
+	for _, tc := range []struct {
+		name     string
+		c        Chart
+		xlo, xhi float64 // the x range must be at least this wide
+		exactX   bool    // and exactly this
+		ylo, yhi float64 // the y range, to within 1e-9
+	}{
+		{"line", Chart{Series: []Series{{X: x, Y: y}}}, 0, 5, true, 0.165, 0.935},
+		{"scatter", Chart{Series: []Series{{X: x, Y: y, Scatter: true}}}, -0.25, 5.25, true, 0.165, 0.935},
+		{"points", Chart{Points: true, Series: []Series{{X: x, Y: y}}}, -0.25, 5.25, true, 0.165, 0.935},
+		{"constant", Chart{Series: []Series{{X: x, Y: []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5}}}}, 0, 5, true, 0.445, 0.555},
+		{"zero", Chart{Series: []Series{{X: x, Y: make([]float64, 6)}}}, 0, 5, true, -1.1, 1.1},
+		{"one point", Chart{Series: []Series{{X: []float64{3}, Y: []float64{2}, Scatter: true}}}, 2.45, 3.55, true, 1.78, 2.22},
+	} {
+		p, _, _, err := tc.c.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.exactX && (math.Abs(p.X.Min-tc.xlo) > 1e-9 || math.Abs(p.X.Max-tc.xhi) > 1e-9) {
+			t.Errorf("%s: x range [%v, %v], want [%v, %v]", tc.name, p.X.Min, p.X.Max, tc.xlo, tc.xhi)
+		}
+		if math.Abs(p.Y.Min-tc.ylo) > 1e-9 || math.Abs(p.Y.Max-tc.yhi) > 1e-9 {
+			t.Errorf("%s: y range [%v, %v], want [%v, %v]", tc.name, p.Y.Min, p.Y.Max, tc.ylo, tc.yhi)
 		}
 	}
 }

@@ -184,14 +184,15 @@ func BestSoFarOf(trials []search.FrozenTrial, dir search.Direction, m Metric) (x
 // direction dir, one line per study named after it: the sampler comparison
 // of Lab 2 (one study per sampler) or the per-precision curves of Lab 3
 // (one study per precision). The axes read "trial" and "best accuracy so
-// far"; set the chart's YLabel for another metric. WithMetric plots a
-// metric other than the objective value. A study with no Complete trial
-// has an empty series, which plot.LineSVG leaves out, legend entry
-// included. For Maximize the legend sits at the bottom right, out of the
-// way of the rising curves.
+// far", the x axis ticked at whole trial numbers only (IntegerX); set the
+// chart's YLabel for another metric. WithMetric plots a metric other than
+// the objective value. A study with no Complete trial has an empty series,
+// which plot.LineSVG leaves out, legend entry included. For Maximize the
+// legend sits at the bottom right, out of the way of the rising curves.
 func BestSoFarChart(title string, dir search.Direction, studies []Named, opts ...Option) plot.Chart {
 	o := newOptions(opts)
-	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "best accuracy so far", LegendBottom: dir == search.Maximize}
+	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "best accuracy so far", LegendBottom: dir == search.Maximize,
+		IntegerX: true}
 	for _, s := range studies {
 		x, y := BestSoFarOf(s.Trials, dir, o.metric)
 		c.Series = append(c.Series, plot.Series{Name: s.Name, X: x, Y: y})
@@ -202,20 +203,21 @@ func BestSoFarChart(title string, dir search.Direction, studies []Named, opts ..
 // TrialScatterChart returns the chart of every Complete trial's value as a
 // point at its trial number, one scatter series per study named after it,
 // in the palette's colours in the studies' order. The axes read "trial"
-// and "accuracy"; set the chart's YLabel for another metric. WithMetric
-// plots a metric other than the objective value; WithBestSoFar adds each
-// study's best-so-far line, in its colour and without a legend entry of its
-// own. A study with no Complete trial has empty series, which plot.LineSVG
-// leaves out, legend entry included. The legend sits at the top left
-// (bottom left with WithBestSoFar(search.Minimize)), above the best-so-far
-// lines where no point can be.
+// (ticked at whole trial numbers only: IntegerX) and "accuracy"; set the
+// chart's YLabel for another metric. WithMetric plots a metric other than
+// the objective value; WithBestSoFar adds each study's best-so-far line, in
+// its colour and without a legend entry of its own. A study with no
+// Complete trial has empty series, which plot.LineSVG leaves out, legend
+// entry included. The legend sits at the top left (bottom left with
+// WithBestSoFar(search.Minimize)), above the best-so-far lines where no
+// point can be.
 func TrialScatterChart(title string, studies []Named, opts ...Option) plot.Chart {
 	o := newOptions(opts)
 	// Every point lies on the worse side of its study's best-so-far line,
 	// which starts at its worst on the left: the top left corner (bottom
 	// left when minimising) is the emptiest, so the legend goes there.
 	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "accuracy", LegendLeft: true,
-		LegendBottom: o.bestSoFar && o.dir == search.Minimize}
+		LegendBottom: o.bestSoFar && o.dir == search.Minimize, IntegerX: true}
 	var lines []plot.Series
 	for i, s := range studies {
 		col := plot.PaletteColor(i)

@@ -155,6 +155,25 @@ func TestBestSoFarChart(t *testing.T) {
 		t.Errorf("minimize accuracy chart = %+v", c)
 	}
 
+	// Trials 0 to 5 that never beat the first: whole trial numbers on the
+	// x axis, and a readable y range around the constant best (not the
+	// ±1 gonum gives a flat line, with its negative accuracies).
+	var flat []search.FrozenTrial
+	for i := range 6 {
+		flat = append(flat, trial(i, search.Complete, 0.6-0.01*float64(i), nil))
+	}
+	c = BestSoFarChart("flat", search.Maximize, []Named{{Name: "TPE", Trials: flat}})
+	if !c.IntegerX {
+		t.Error("best-so-far chart has no integer x axis")
+	}
+	svg, err = plot.LineSVG(c)
+	checkSVG(t, svg, err, ">0<", ">1<", ">2<", ">3<", ">4<", ">5<", ">0.6<")
+	for _, bad := range []string{">2.5<", ">2.50<", ">0.00<", ">-", ">1.5<"} {
+		if bytes.Contains(svg, []byte(bad)) {
+			t.Errorf("best-so-far chart of trials 0–5 with a constant best has tick label %q", bad)
+		}
+	}
+
 	c = BestSoFarChart("empty", search.Maximize, nil)
 	if len(c.Series) != 0 {
 		t.Errorf("no studies gave series %+v", c.Series)
@@ -177,6 +196,17 @@ func TestTrialScatterChart(t *testing.T) {
 		t.Errorf("random scatter not in trial order: %+v", r)
 	}
 
+	if !c.IntegerX {
+		t.Error("trial scatter chart has no integer x axis")
+	}
+	svg, err := plot.LineSVG(c)
+	checkSVG(t, svg, err, ">0<", ">6<")
+	for _, bad := range []string{">2.5<", ">2.50<", ">0.00<", ">5.00<"} {
+		if bytes.Contains(svg, []byte(bad)) {
+			t.Errorf("trial scatter chart has tick label %q", bad)
+		}
+	}
+
 	c = TrialScatterChart("trials and best", studies, WithBestSoFar(search.Maximize), WithMetric(UserAttr("accuracy")))
 	if len(c.Series) != 4 || c.LegendBottom || !c.LegendLeft {
 		t.Fatalf("chart with best-so-far lines = %+v", c)
@@ -195,7 +225,7 @@ func TestTrialScatterChart(t *testing.T) {
 	if c := TrialScatterChart("min", studies, WithBestSoFar(search.Minimize)); !c.LegendBottom || !c.LegendLeft {
 		t.Errorf("minimising scatter legend: bottom %v left %v, want bottom left", c.LegendBottom, c.LegendLeft)
 	}
-	svg, err := plot.LineSVG(c)
+	svg, err = plot.LineSVG(c)
 	// The random study has no accuracy attribute: no points, no entry.
 	checkSVG(t, svg, err, "trials and best", ">TPE<")
 	if bytes.Contains(svg, []byte(">random<")) {
