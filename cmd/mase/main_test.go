@@ -145,3 +145,28 @@ func TestGraphBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchCompileJSON(t *testing.T) {
+	code, out, errOut := runCLI("bench", "compile", "--batch", "1", "--seq", "8", "--iters", "2,4", "--warmup", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Modes []struct {
+			Mode    string           `json:"mode"`
+			LabMean map[string]int64 `json:"lab_mean_ns"`
+		} `json:"modes"`
+		Speedup float64 `json:"steady_speedup"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(c.Modes) != 2 || c.Modes[0].Mode != "compiled" || c.Modes[1].Mode != "eager" || len(c.Modes[1].LabMean) != 2 || c.Speedup <= 0 {
+		t.Errorf("comparison %+v", c)
+	}
+	for _, bad := range [][]string{{"bench"}, {"bench", "compile", "--backend", "xla:cuda"}, {"bench", "compile", "--model", "gpt2"}, {"bench", "compile", "--iters", "2", "--warmup", "2"}} {
+		if code, _, _ := runCLI(bad...); code == 0 {
+			t.Errorf("%v: exit 0", bad)
+		}
+	}
+}

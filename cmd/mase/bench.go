@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/perf"
+	"github.com/gomase/gomase/mase/trace"
+)
+
+const benchUsage = "compile [--model bert-tiny] [--batch B] [--seq L] [--iters 5,50,200] [--warmup W] [--backend go] [--json]"
+
+func init() {
+	register(command{
+		name:  "bench",
+		usage: benchUsage,
+		short: "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even)",
+		run:   runBench,
+	})
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "compile" {
+		return fmt.Errorf("want a benchmark: usage: mase bench %s", benchUsage)
+	}
+	fs := flag.NewFlagSet("bench compile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "bert-tiny", "model: bert-tiny")
+	batch := fs.Int("batch", 8, "batch size")
+	seq := fs.Int("seq", 128, "sequence length (bert-tiny)")
+	iters := fs.String("iters", "5,50,200", "n of the lab's figure (mean over the first n calls, no warm-up); the run makes max(n) calls per mode")
+	warmup := fs.Int("warmup", 5, "calls left out of the steady-state statistics")
+	be := fs.String("backend", "go", "compute backend: go")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
+	if err := parseFlagsOnly(fs, args[1:]); err != nil {
+		return err
+	}
+	ns, err := parseInts("--iters", *iters)
+	if err != nil {
+		return err
+	}
+	if *batch < 1 || *seq < 1 || *seq > 512 {
+		return fmt.Errorf("--batch must be ≥ 1 and --seq in 1..512 (got %d, %d)", *batch, *seq)
+	}
+	if *be != "go" {
+		return fmt.Errorf("--backend %q is not available in this build (allowed: go; GOMLX_BACKEND=go:<options> tunes the Go backend)", *be)
+	}
+	if _, err := backend.Default(); err != nil {
+		return err
+	}
+	var m *nn.Model
+	var inputs map[string]*tensors.Tensor
+	switch *model {
+	case "bert-tiny":
+		if m, err = models.NewBertTiny(*seed); err != nil {
+			return err
+		}
+		rng := rand.New(rand.NewPCG(*seed, 7))
+		ids := make([]int32, *batch**seq)
+		for i := range ids {
+			ids[i] = int32(1000 + rng.IntN(29000))
+		}
+		inputs = map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, *batch, *seq)}
+	default:
+		return fmt.Errorf("unknown --model %q (allowed: bert-tiny)", *model)
+	}
+	g, err := trace.Trace(m, []string{"input_ids"})
+	if err != nil {
+		return err
+	}
+	newRunner := func(mode string) (execute.Runner, error) {
+		if mode == perf.Compiled {
+			return execute.Compile(m, g, execute.Mode{})
+		}
+		return execute.NewEager(m, g, execute.Mode{})
+	}
+	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, eval mode, backend %s", *model, *batch, *seq, *be)
+	c, err := perf.Compare(workload, newRunner, inputs, perf.Options{Iters: ns, Warmup: *warmup,
+		Progress: func(mode string, calls int) { fmt.Fprintf(stderr, "%s: %d calls\n", mode, calls) }})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	}
+	fmt.Fprint(stdout, c.Format())
+	return nil
+}

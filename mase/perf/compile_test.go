@@ -1,0 +1,98 @@
+package perf
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase/execute"
+)
+
+func TestSummarise(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	s := Summarise(ds)
+	if s.Calls != 100 || s.Mean != 50500*time.Microsecond || s.Median != 50500*time.Microsecond || s.P5 != 5*time.Millisecond || s.P99 != 99*time.Millisecond {
+		t.Errorf("stats %+v", s)
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Error("Summarise reordered its input")
+	}
+	if (Summarise(nil) != Stats{}) {
+		t.Error("empty input")
+	}
+}
+
+// scripted is a Runner that only counts its calls.
+type scripted struct{ calls int }
+
+func (s *scripted) Run(map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	s.calls++
+	return []*tensors.Tensor{tensors.FromScalar(float32(1))}, nil
+}
+func (s *scripted) InputNames() []string { return []string{"x"} }
+
+func TestBreakEven(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	mode := func(calls []time.Duration) ModeTiming {
+		return ModeTiming{Calls: calls, Steady: Summarise(calls[1:])}
+	}
+	// Compiled: 100 then 10 per call; eager: 30 then 20. Sums: 100/30,
+	// 110/50, ..., 100+10k vs 30+20k: equal at k = 7, n = 8.
+	n, measured := breakEven(mode(ms(100, 10, 10, 10, 10, 10, 10, 10, 10, 10)), mode(ms(30, 20, 20, 20, 20, 20, 20, 20, 20, 20)))
+	if n != 8 || !measured {
+		t.Errorf("break-even %d measured %v, want 8 measured", n, measured)
+	}
+	// Only 4 calls run: extrapolated to the same n.
+	n, measured = breakEven(mode(ms(100, 10, 10, 10)), mode(ms(30, 20, 20, 20)))
+	if n != 8 || measured {
+		t.Errorf("extrapolated break-even %d measured %v, want 8", n, measured)
+	}
+	// Compiled is slower in the steady state too: never.
+	if n, _ := breakEven(mode(ms(100, 30, 30)), mode(ms(30, 20, 20))); n != 0 {
+		t.Errorf("break-even %d, want 0", n)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	runners := map[string]*scripted{}
+	newRunner := func(mode string) (execute.Runner, error) {
+		runners[mode] = &scripted{}
+		return runners[mode], nil
+	}
+	c, err := Compare("toy", newRunner, nil, Options{Iters: []int{3, 10}, Warmup: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runners[Compiled].calls != 10 || runners[Eager].calls != 10 {
+		t.Errorf("calls %d %d, want 10 each", runners[Compiled].calls, runners[Eager].calls)
+	}
+	for _, m := range c.Modes {
+		if len(m.Calls) != 10 || m.Steady.Calls != 8 || len(m.LabMean) != 2 {
+			t.Errorf("%s: %d calls, %d steady, lab means %v", m.Mode, len(m.Calls), m.Steady.Calls, m.LabMean)
+		}
+	}
+	if !strings.Contains(c.Format(), "lab n=10") {
+		t.Errorf("format:\n%s", c.Format())
+	}
+	for _, o := range []Options{{Iters: []int{0}}, {Iters: []int{3}, Warmup: 3}, {Iters: []int{3}, Warmup: -1}} {
+		if _, err := Compare("toy", newRunner, nil, o); err == nil {
+			t.Errorf("options %+v: no error", o)
+		}
+	}
+	failing := func(string) (execute.Runner, error) { return nil, errors.New("no backend") }
+	if _, err := Compare("toy", failing, nil, Options{}); err == nil || !strings.Contains(err.Error(), "compiled: no backend") {
+		t.Errorf("error %v", err)
+	}
+}
