@@ -17,7 +17,7 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const benchUsage = "compile [--model bert-tiny] [--batch B] [--seq L] [--iters 5,50,200] [--warmup W] [--backend go] [--json]"
+const benchUsage = "compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go] [--json]"
 
 func init() {
 	register(command{
@@ -34,7 +34,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("bench compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "bert-tiny", "model: bert-tiny")
+	model := fs.String("model", "bert-tiny", "model: bert-tiny or resnet18 (ImageNet shape, 1000 classes)")
+	image := fs.Int("image", 224, "image height and width (resnet18)")
 	batch := fs.Int("batch", 8, "batch size")
 	seq := fs.Int("seq", 128, "sequence length (bert-tiny)")
 	iters := fs.String("iters", "5,50,200", "n of the lab's figure (mean over the first n calls, no warm-up); the run makes max(n) calls per mode")
@@ -49,8 +50,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *batch < 1 || *seq < 1 || *seq > 512 {
-		return fmt.Errorf("--batch must be ≥ 1 and --seq in 1..512 (got %d, %d)", *batch, *seq)
+	if *batch < 1 || *seq < 1 || *seq > 512 || *image < 32 {
+		return fmt.Errorf("--batch must be ≥ 1, --seq in 1..512 and --image ≥ 32 (got %d, %d, %d)", *batch, *seq, *image)
 	}
 	if *be != "go" {
 		return fmt.Errorf("--backend %q is not available in this build (allowed: go; GOMLX_BACKEND=go:<options> tunes the Go backend)", *be)
@@ -71,10 +72,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			ids[i] = int32(1000 + rng.IntN(29000))
 		}
 		inputs = map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, *batch, *seq)}
+	case "resnet18":
+		if m, err = models.NewResNet18(1000, *seed); err != nil {
+			return err
+		}
+		inputs = map[string]*tensors.Tensor{"x": models.RandomImages(*seed, *batch, *image, *image)}
 	default:
-		return fmt.Errorf("unknown --model %q (allowed: bert-tiny)", *model)
+		return fmt.Errorf("unknown --model %q (allowed: bert-tiny, resnet18)", *model)
 	}
-	g, err := trace.Trace(m, []string{"input_ids"})
+	var traced []string
+	if *model == "bert-tiny" {
+		traced = []string{"input_ids"}
+	}
+	g, err := trace.Trace(m, traced)
 	if err != nil {
 		return err
 	}
@@ -85,6 +95,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return execute.NewEager(m, g, execute.Mode{})
 	}
 	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, eval mode, backend %s", *model, *batch, *seq, *be)
+	if *model == "resnet18" {
+		workload = fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d, eval mode, backend %s", *batch, *image, *image, *be)
+	}
 	c, err := perf.Compare(workload, newRunner, inputs, perf.Options{Iters: ns, Warmup: *warmup,
 		Progress: func(mode string, calls int) { fmt.Fprintf(stderr, "%s: %d calls\n", mode, calls) }})
 	if err != nil {

@@ -134,7 +134,7 @@ func TestGraphBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"graph"}, "--model is required"},
-		{[]string{"graph", "--model", "resnet"}, "unknown model \"resnet\" (allowed: bert-tiny, mlp)"},
+		{[]string{"graph", "--model", "resnet"}, "unknown model \"resnet\" (allowed: bert-tiny, mlp, resnet18)"},
 		{[]string{"graph", "--model", "bert-tiny", "--pass", "quantize_everything"}, "unknown pass \"quantize_everything\" (allowed:"},
 		{[]string{"graph", "--model", "bert-tiny", "--inputs", "input_ids,pixels"}, "unknown input \"pixels\""},
 		{[]string{"graph", "--model", "mlp", "--draw", "g.png"}, "allowed: .svg, .dot"},
@@ -164,7 +164,11 @@ func TestBenchCompileJSON(t *testing.T) {
 	if len(c.Modes) != 2 || c.Modes[0].Mode != "compiled" || c.Modes[1].Mode != "eager" || len(c.Modes[1].LabMean) != 2 || c.Speedup <= 0 {
 		t.Errorf("comparison %+v", c)
 	}
-	for _, bad := range [][]string{{"bench"}, {"bench", "compile", "--backend", "xla:cuda"}, {"bench", "compile", "--model", "gpt2"}, {"bench", "compile", "--iters", "2", "--warmup", "2"}} {
+	code, out, errOut = runCLI("bench", "compile", "--model", "resnet18", "--batch", "1", "--image", "32", "--iters", "2,3", "--warmup", "1")
+	if code != 0 || !strings.Contains(out, "resnet18 forward, batch 1 × 3 × 32 × 32") || !strings.Contains(out, "lab n=3") {
+		t.Errorf("resnet18: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, bad := range [][]string{{"bench"}, {"bench", "compile", "--model", "resnet18", "--image", "8"}, {"bench", "compile", "--backend", "xla:cuda"}, {"bench", "compile", "--model", "gpt2"}, {"bench", "compile", "--iters", "2", "--warmup", "2"}} {
 		if code, _, _ := runCLI(bad...); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}

@@ -244,7 +244,7 @@ func TestImportRejectsBadFiles(t *testing.T) {
 		{"wrong type", replace(`"version": 1`, `"version": "1"`), st, "wrong JSON type", ".json"},
 		{"unknown field", replace(`"format":`, `"colour": 1, "format":`), st, "unknown field", ".json"},
 		{"version", replace(`"version": 1`, `"version": 2`), st, `version 2 is not supported (allowed: "gomase.masegraph" version 1)`, ".json"},
-		{"unknown model", replace(`"name":"mlp"`, `"name":"resnet"`), st, `unknown model "resnet" (allowed: bert-tiny, mlp)`, ".json"},
+		{"unknown model", replace(`"name":"mlp"`, `"name":"resnet"`), st, `unknown model "resnet" (allowed: bert-tiny, mlp, resnet18)`, ".json"},
 		{"renamed node", replace(`"name":"fc1"`, `"name":"fc1.x"`), st, `named the node "fc1_x", not "fc1.x"`, ".json"},
 		{"forward reference", replace(`"node":"x"`, `"node":"relu"`), st, `node reference "relu" names no node defined before this one`, ".json"},
 		{"bad arg", replace(`"start_dim":{`, `"start_dim":{"int":1},"z":{"bogus":0},"y":{`), st, `kwargs["z"]: unknown tag "bogus"`, ".json"},

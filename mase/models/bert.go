@@ -1,6 +1,7 @@
 // Package models builds the networks of the labs as gomase module trees
-// with traceable forwards: BERT for sequence classification (bert-tiny) and
-// the small MLP of the hardware lab.
+// with traceable forwards: BERT for sequence classification (bert-tiny),
+// the small MLP of the hardware lab and torchvision's ResNet-18 (Lab 4's
+// timing experiment).
 package models
 
 import (

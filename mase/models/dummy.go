@@ -20,7 +20,9 @@ var DummyLabels = []int32{1, 0}
 // DummyInput returns the dummy input MASE would use for the model's traced
 // inputs: for BERT the two dummy sentences tokenised with bert-base-uncased
 // (attention_mask of ones, int32 like HF's long mask, labels [1, 0]); for the MLP a seeded N(0,1)
-// tensor of shape [1, 2, 2] (the hardware lab's torch.randn((1, 2, 2))).
+// tensor of shape [1, 2, 2] (the hardware lab's torch.randn((1, 2, 2))); for
+// ResNet one seeded N(0,1) ImageNet-shaped image x [1, 3, 224, 224]
+// (torch.randn(1, 3, 224, 224), the usual dummy of torchvision models).
 func DummyInput(m *nn.Model, inputNames []string, seed uint64) (map[string]*tensors.Tensor, error) {
 	switch root := m.Root.(type) {
 	case *BertForSequenceClassification:
@@ -36,6 +38,8 @@ func DummyInput(m *nn.Model, inputNames []string, seed uint64) (map[string]*tens
 			x[i] = float32(rng.NormFloat64())
 		}
 		return map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions(x, 1, 2, 2)}, nil
+	case *ResNet:
+		return map[string]*tensors.Tensor{"x": RandomImages(seed, 1, 224, 224)}, nil
 	default:
 		return nil, fmt.Errorf("no dummy input known for model %s", root.TypeName())
 	}
@@ -62,4 +66,15 @@ func HFDummyInput(tok *tokenizer.Tokenizer, inputNames []string) (map[string]*te
 		}
 	}
 	return out, nil
+}
+
+// RandomImages returns a seeded N(0,1) batch of RGB images [n, 3, h, w]
+// (float32), the input of ResNet's dummy and tests.
+func RandomImages(seed uint64, n, h, w int) *tensors.Tensor {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	x := make([]float32, n*3*h*w)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return tensors.FromFlatDataAndDimensions(x, n, 3, h, w)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -41,15 +42,20 @@ func (m *MLP) Forward(t *trace.Tracer, in map[string]*ir.Node) error {
 }
 
 // Names lists the models New can build.
-func Names() []string { return []string{"bert-tiny", "mlp"} }
+func Names() []string { return []string{"bert-tiny", "mlp", "resnet18"} }
 
 // ConfigOf returns the JSON configuration of a registry model whose root
-// carries one (BertForSequenceClassification: its BertConfig), so that
-// NewFromConfig rebuilds the same module tree (a NAS model with other
-// sizes or layer counts, a classifier with more labels).
+// carries one (BertForSequenceClassification: its BertConfig; ResNet: its
+// ResNetConfig), so that NewFromConfig rebuilds the same module tree (a
+// NAS model with other sizes or layer counts, a classifier with more
+// labels).
 func ConfigOf(m *nn.Model) (json.RawMessage, bool) {
-	if b, ok := m.Root.(*BertForSequenceClassification); ok {
-		js, err := json.Marshal(b.Config)
+	switch root := m.Root.(type) {
+	case *BertForSequenceClassification:
+		js, err := json.Marshal(root.Config)
+		return js, err == nil
+	case *ResNet:
+		js, err := json.Marshal(root.Config)
 		return js, err == nil
 	}
 	return nil, false
@@ -73,8 +79,21 @@ func NewFromConfig(name string, config json.RawMessage, seed uint64) (*nn.Model,
 		return NewBertForSequenceClassification(cfg, seed)
 	case "mlp":
 		return nil, fmt.Errorf("model mlp takes no config (got %s)", config)
+	case "resnet18":
+		cfg := ResNet18Config()
+		dec := json.NewDecoder(bytes.NewReader(config))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("model %s: config %s: %w", name, config, err)
+		}
+		return NewResNet(cfg, seed)
 	}
-	return nil, fmt.Errorf("unknown model %q (allowed: bert-tiny, mlp)", name)
+	return nil, unknownModel(name)
+}
+
+// unknownModel is New's error for a name it does not know.
+func unknownModel(name string) error {
+	return fmt.Errorf("unknown model %q (allowed: %s)", name, strings.Join(Names(), ", "))
 }
 
 // New builds a model by name (see Names), seeded.
@@ -84,6 +103,8 @@ func New(name string, seed uint64) (*nn.Model, error) {
 		return NewBertTiny(seed)
 	case "mlp":
 		return NewMLP(seed)
+	case "resnet18":
+		return NewResNet18(1000, seed)
 	}
-	return nil, fmt.Errorf("unknown model %q (allowed: bert-tiny, mlp)", name)
+	return nil, unknownModel(name)
 }

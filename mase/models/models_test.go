@@ -76,7 +76,7 @@ func TestBertConfigValidate(t *testing.T) {
 	if _, err := NewBertForSequenceClassification(cfg, 0); err == nil || !strings.Contains(err.Error(), "num_attention_heads") {
 		t.Errorf("bad heads: %v", err)
 	}
-	if _, err := New("resnet", 0); err == nil || !strings.Contains(err.Error(), "allowed: bert-tiny, mlp") {
+	if _, err := New("resnet", 0); err == nil || !strings.Contains(err.Error(), `unknown model "resnet" (allowed: bert-tiny, mlp, resnet18)`) {
 		t.Errorf("unknown model: %v", err)
 	}
 }

@@ -200,6 +200,9 @@ func (m *Model) register(path string, mod Module, rng *rand.Rand) error {
 	if err := m.createParams(path, mod, rng); err != nil {
 		return err
 	}
+	if err := m.createDeclaredBuffers(path, mod, rng); err != nil {
+		return err
+	}
 	for _, ch := range mod.Children() {
 		if err := m.register(Join(path, ch.Name), ch.Module, rng); err != nil {
 			return err

@@ -81,6 +81,7 @@ type hookSet struct {
 	pre      map[string][]ForwardPreHook
 	buffers  []string // dotted names, in registration order
 	isBuffer map[string]bool
+	declared map[string]bool // buffers their modules declare (buffers.go)
 }
 
 type paramKey struct{ module, param string }
@@ -318,11 +319,23 @@ type Buffer struct {
 
 // RegisterBuffer creates the buffer name (dotted: "<module>.<attr>", the
 // module must exist) in the model store with value, not trainable. A name
-// already used by a parameter or another buffer is an error.
+// already used by a parameter or another buffer is an error, except a
+// buffer its module declares (BufferDeclarer, see buffers.go), which
+// exists from the module's creation: registering it sets its value, which
+// must keep its shape (how checkpoints restore running statistics).
 func (m *Model) RegisterBuffer(name string, value *tensors.Tensor) (*model.Variable, error) {
 	if value == nil {
 		return nil, fmt.Errorf("register buffer %s: the value is nil", name)
 	}
+	m.hooks.mu.Lock()
+	if m.hooks.declared[name] {
+		defer m.hooks.mu.Unlock()
+		if err := m.setDeclaredBufferLocked(name, value); err != nil {
+			return nil, fmt.Errorf("register buffer %s: %w", name, err)
+		}
+		return m.Store.GetVariable(StorePath(name)), nil
+	}
+	m.hooks.mu.Unlock()
 	path, attr, ok := m.splitName(name)
 	if !ok || attr == "" {
 		return nil, fmt.Errorf("register buffer %q: want a dotted name <module>.<attribute> naming a module of the model", name)
@@ -363,7 +376,9 @@ func (m *Model) Buffer(name string) (*model.Variable, bool) {
 	return v, v != nil
 }
 
-// Buffers lists the buffers in registration order.
+// Buffers lists the buffers in creation order: those modules declare
+// (BufferDeclarer, created with the module) and those registered with
+// RegisterBuffer.
 func (m *Model) Buffers() []Buffer {
 	m.hooks.mu.RLock()
 	defer m.hooks.mu.RUnlock()
@@ -377,9 +392,14 @@ func (m *Model) Buffers() []Buffer {
 }
 
 // RemoveBuffer deletes buffer name from the model and its store.
+// A buffer its module declares (BatchNorm2d's running_mean) cannot be
+// removed: it goes with its module (ReplaceModule).
 func (m *Model) RemoveBuffer(name string) error {
 	m.hooks.mu.Lock()
 	defer m.hooks.mu.Unlock()
+	if m.hooks.declared[name] {
+		return fmt.Errorf("remove buffer: %s is declared by its module; replace the module to drop it", name)
+	}
 	return m.removeBufferLocked(name)
 }
 
@@ -391,6 +411,7 @@ func (m *Model) removeBufferLocked(name string) error {
 		return fmt.Errorf("remove buffer %s: %w", name, err)
 	}
 	delete(m.hooks.isBuffer, name)
+	delete(m.hooks.declared, name)
 	m.hooks.buffers = slices.DeleteFunc(m.hooks.buffers, func(b string) bool { return b == name })
 	return nil
 }

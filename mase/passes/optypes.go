@@ -51,6 +51,16 @@ var moduleOps = map[string][2]string{
 	"CrossEntropyLoss": {TypeModuleRelatedFunc, "crossentropyloss"},
 	"Flatten":          {TypeModuleRelatedFunc, "flatten"},
 	"Identity":         {TypeModuleRelatedFunc, "identity"},
+
+	// Pooling, named as MASE's add_common_metadata names it.
+	"AdaptiveAvgPool1d": {TypeModuleRelatedFunc, "adaptive_avg_pool1d"},
+	"AdaptiveAvgPool2d": {TypeModuleRelatedFunc, "adaptive_avg_pool2d"},
+	"AdaptiveMaxPool1d": {TypeModuleRelatedFunc, "adaptive_max_pool1d"},
+	"AdaptiveMaxPool2d": {TypeModuleRelatedFunc, "adaptive_max_pool2d"},
+	"AvgPool1d":         {TypeModuleRelatedFunc, "avg_pool1d"},
+	"AvgPool2d":         {TypeModuleRelatedFunc, "avg_pool2d"},
+	"MaxPool1d":         {TypeModuleRelatedFunc, "max_pool1d"},
+	"MaxPool2d":         {TypeModuleRelatedFunc, "max_pool2d"},
 }
 
 // OpTyper lets a module class that is not in the built-in table (a
