@@ -174,3 +174,32 @@ func TestBenchCompileJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchMXInt8JSON(t *testing.T) {
+	code, out, errOut := runCLI("bench", "mxint8", "--values", "4096", "--reps", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Throughput struct {
+			Values    int     `json:"values"`
+			KernelGBs float64 `json:"dequantize_gb_per_s"`
+		} `json:"throughput"`
+		Memory []struct {
+			Name           string `json:"name"`
+			WithEmbeddings struct {
+				Before int `json:"bytes_before"`
+				After  int `json:"bytes_after"`
+			} `json:"with_embeddings"`
+		} `json:"memory"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if r.Throughput.Values != 4096 || r.Throughput.KernelGBs <= 0 || len(r.Memory) != 1 || r.Memory[0].Name != "bert-tiny" {
+		t.Errorf("report %+v\n%s", r, out)
+	}
+	if code, _, errOut := runCLI("bench", "mxint8", "--group-size", "24"); code == 0 || !strings.Contains(errOut, "24") {
+		t.Errorf("bad group size: exit %d %s", code, errOut)
+	}
+}

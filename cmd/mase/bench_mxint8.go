@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gomlx/compute/dtypes/bfloat16"
+
+	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/mase/models"
+)
+
+// mxint8Throughput is what `mase bench mxint8` measured for one size.
+type mxint8Throughput struct {
+	Values     int     `json:"values"`
+	GroupSize  int     `json:"group_size"`
+	Bytes      int     `json:"bytes_moved"` // packed input + bf16 output
+	KernelGBs  float64 `json:"dequantize_gb_per_s"`
+	CopyGBs    float64 `json:"copy_gb_per_s"`
+	KernelCopy float64 `json:"dequantize_over_copy"`
+}
+
+// runBenchMXInt8 is `mase bench mxint8`: the Go dequantisation kernel's
+// throughput next to a copy of the same number of bytes (each the median
+// of --reps timings, taken alternately so both see the same load), and
+// the parameter memory of bert-tiny (and with --large a 12 × 768 BERT)
+// packed to MXINT8, Linear layers only and with the embeddings.
+func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench mxint8", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	gs := fs.Int("group-size", 32, "MXINT8 group size (8, 16, 32, 64, 128, 256 or 512)")
+	n := fs.Int("values", 4<<20, "values dequantised per timing")
+	reps := fs.Int("reps", 21, "timings of each (the median is reported)")
+	large := fs.Bool("large", false, "also report a 12-layer × 768 BERT (random weights; packing takes a while)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
+	}
+	if err := mxint8.CheckGroupSize(*gs); err != nil {
+		return err
+	}
+	if *n < *gs || *reps < 1 {
+		return fmt.Errorf("--values must be ≥ the group size and --reps ≥ 1 (got %d, %d)", *n, *reps)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]float32, *n)
+	for i := range vals {
+		vals[i] = float32(rng.NormFloat64())
+	}
+	p, err := mxint8.Pack(vals, *gs)
+	if err != nil {
+		return err
+	}
+	out := make([]bfloat16.BFloat16, *n)
+	bytes := p.Bytes() + 2**n
+	src, dst := make([]byte, bytes), make([]byte, bytes)
+	var kt, ct []time.Duration
+	for range *reps {
+		start := time.Now()
+		if err := mxint8.Dequantize(out, p); err != nil {
+			return err
+		}
+		kt = append(kt, time.Since(start))
+		start = time.Now()
+		copy(dst, src)
+		ct = append(ct, time.Since(start))
+	}
+	median := func(ds []time.Duration) time.Duration { s := slices.Clone(ds); slices.Sort(s); return s[len(s)/2] }
+	gbs := func(d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
+	th := mxint8Throughput{Values: *n, GroupSize: *gs, Bytes: bytes, KernelGBs: gbs(median(kt)), CopyGBs: gbs(median(ct))}
+	th.KernelCopy = th.KernelGBs / th.CopyGBs
+	reports := []*mxint8.MemoryFigures{}
+	cfgs := []struct {
+		name string
+		cfg  models.BertConfig
+	}{{"bert-tiny", models.BertTinyConfig()}}
+	if *large {
+		cfgs = append(cfgs, struct {
+			name string
+			cfg  models.BertConfig
+		}{"bert 12 × 768", mxint8.LargeBertConfig()})
+	}
+	for _, c := range cfgs {
+		fmt.Fprintf(stderr, "packing %s\n", c.name)
+		r, err := mxint8.MemoryReport(c.name, c.cfg, 1, *gs)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"throughput": th, "memory": reports})
+	}
+	fmt.Fprintf(stdout, "dequantize %d values (group %d, %d bytes moved): %.2f GB/s; copy of %d bytes: %.2f GB/s; ratio %.0f%%\n",
+		th.Values, th.GroupSize, th.Bytes, th.KernelGBs, th.Bytes, th.CopyGBs, 100*th.KernelCopy)
+	for _, r := range reports {
+		fmt.Fprintln(stdout, r.String())
+	}
+	return nil
+}
