@@ -17,23 +17,26 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const benchUsage = "compile|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--json]"
+const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go] [--json] | sdpa [--shape 32,8,128,64] [--dtype float32|float16] [--reps R] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--json]"
 
 func init() {
 	register(command{
 		name:  "bench",
 		usage: benchUsage,
-		short: "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even); mxint8 = dequantisation throughput vs a memory copy, and the packed-model memory report",
+		short: "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even); sdpa = naive vs fused attention; mxint8 = dequantisation throughput vs a memory copy, and the packed-model memory report",
 		run:   runBench,
 	})
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "sdpa" {
+		return runBenchSDPA(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "mxint8" {
 		return runBenchMXInt8(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "compile" {
-		return fmt.Errorf("want a benchmark, compile or mxint8: usage: mase bench %s", benchUsage)
+		return fmt.Errorf("want a benchmark, compile, sdpa or mxint8: usage: mase bench %s", benchUsage)
 	}
 	fs := flag.NewFlagSet("bench compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -203,3 +203,27 @@ func TestBenchMXInt8JSON(t *testing.T) {
 		t.Errorf("bad group size: exit %d %s", code, errOut)
 	}
 }
+
+func TestBenchSDPAJSON(t *testing.T) {
+	for _, dt := range []string{"float32", "float16"} {
+		code, out, errOut := runCLI("bench", "sdpa", "--shape", "2,2,16,8", "--dtype", dt, "--reps", "2", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", dt, code, errOut)
+		}
+		var r struct {
+			Speedup   float64 `json:"speedup"`
+			MaxAbsErr float64 `json:"max_abs_error_vs_float64"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		if r.Speedup <= 0 || r.MaxAbsErr > 2e-3 {
+			t.Errorf("%s: %+v", dt, r)
+		}
+	}
+	for _, bad := range [][]string{{"bench", "sdpa", "--shape", "2,2,16"}, {"bench", "sdpa", "--dtype", "bfloat16"}} {
+		if code, _, _ := runCLI(bad...); code == 0 {
+			t.Errorf("%v: exit 0", bad)
+		}
+	}
+}
