@@ -94,20 +94,7 @@ func space() nas.Space { return quickOr(nas.QuickSpace(), nas.Tutorial5Space()) 
 
 // liveStudy makes a maximising study whose progress shows as one updating line under the cell.
 func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
-	id := display.NewID()
-	display.HTML(fmt.Sprintf(`<div id="%s">%s: starting</div>`, id, name))
-	best := math.Inf(-1)
-	st, err := search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Callbacks: []func(*search.Study, search.FrozenTrial){func(_ *search.Study, ft search.FrozenTrial) {
-			if ft.State == search.Complete && ft.Value > best {
-				best = ft.Value
-			}
-			display.UpdateHTML(id, fmt.Sprintf("%s: trial %d/%d %s, value %.4f, best so far %.4f (%.1f s)",
-				name, ft.Number+1, total, ft.State, ft.Value, best, ft.Duration().Seconds()))
-		}}})
-	must(err)
-	return st
+	return must1(labsetup.LiveStudy(name, sampler, total))
 }
 
 // show renders a line chart inline (and in the HTML report).

@@ -32,8 +32,6 @@ code(r"""
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"sort"
 	"strings"
 
@@ -93,17 +91,7 @@ func session() *compress.Session {
 
 // liveStudy makes a maximising study whose progress shows as one updating line under the cell.
 func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
-	id := display.NewID()
-	display.HTML(fmt.Sprintf(`<div id="%s">%s: starting</div>`, id, name))
-	st, err := search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Callbacks: []func(*search.Study, search.FrozenTrial){func(s *search.Study, ft search.FrozenTrial) {
-			best, _ := s.BestTrial()
-			display.UpdateHTML(id, fmt.Sprintf("%s: trial %d/%d %s, value %.4f, %v layers quantized; best so far %.4f (%.1f s)",
-				name, ft.Number+1, total, ft.State, ft.Value, ft.UserAttrs["quantized_layers"], best.Value, ft.Duration().Seconds()))
-		}}})
-	must(err)
-	return st
+	return must1(labsetup.LiveStudy(name, sampler, total))
 }
 
 // tpe is the TPE sampler of the lab with fewer random start-up trials in quick mode.

@@ -1,0 +1,40 @@
+package labsetup
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/gomase/gomase/mase/display"
+	"github.com/gomase/gomase/mase/search"
+)
+
+// LiveStudy makes the maximising in-memory study the Lab 2 and Lab 3
+// notebooks run: its progress shows as one line under the cell, rewritten
+// after every trial (trial k/total, state, value, quantized layers when
+// the trial records them, best so far, duration), and the search
+// library's per-trial log lines are kept to warnings.
+func LiveStudy(name string, sampler search.Sampler, total int) (*search.Study, error) {
+	id := display.NewID()
+	display.HTML(fmt.Sprintf(`<div id="%s">%s: starting</div>`, id, name))
+	return search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Callbacks: []func(*search.Study, search.FrozenTrial){func(s *search.Study, ft search.FrozenTrial) {
+			display.UpdateHTML(id, progressLine(name, total, s, ft))
+		}}})
+}
+
+// progressLine is LiveStudy's line after trial ft.
+func progressLine(name string, total int, s *search.Study, ft search.FrozenTrial) string {
+	line := fmt.Sprintf("%s: trial %d/%d %s", name, ft.Number+1, total, ft.State)
+	if ft.State == search.Complete {
+		line += fmt.Sprintf(", value %.4f", ft.Value)
+	}
+	if q, ok := ft.UserAttrs["quantized_layers"]; ok {
+		line += fmt.Sprintf(", %v layers quantized", q)
+	}
+	if best, err := s.BestTrial(); err == nil {
+		line += fmt.Sprintf("; best so far %.4f", best.Value)
+	}
+	return line + fmt.Sprintf(" (%.1f s)", ft.Duration().Seconds())
+}
