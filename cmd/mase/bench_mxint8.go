@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/gomlx/compute/dtypes/bfloat16"
 
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/perf"
 )
 
 // mxint8Throughput is what `mase bench mxint8` measured for one size.
@@ -70,9 +70,8 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 		copy(dst, src)
 		ct = append(ct, time.Since(start))
 	}
-	median := func(ds []time.Duration) time.Duration { s := slices.Clone(ds); slices.Sort(s); return s[len(s)/2] }
-	gbs := func(d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
-	th := mxint8Throughput{Values: *n, GroupSize: *gs, Bytes: bytes, KernelGBs: gbs(median(kt)), CopyGBs: gbs(median(ct))}
+	gbs := func(ds []time.Duration) float64 { return float64(bytes) / perf.Summarise(ds).Median.Seconds() / 1e9 }
+	th := mxint8Throughput{Values: *n, GroupSize: *gs, Bytes: bytes, KernelGBs: gbs(kt), CopyGBs: gbs(ct)}
 	th.KernelCopy = th.KernelGBs / th.CopyGBs
 	reports := []*mxint8.MemoryFigures{}
 	cfgs := []struct {

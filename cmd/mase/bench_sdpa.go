@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/compute/dtypes/float16"
 
 	"github.com/gomase/gomase/kernels/sdpa"
+	"github.com/gomase/gomase/mase/perf"
 )
 
 // sdpaReport is what `mase bench sdpa` measured.
@@ -122,11 +123,7 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	median := func(ds []time.Duration) float64 {
-		c := slices.Clone(ds)
-		slices.Sort(c)
-		return float64(c[len(c)/2]) / 1e6
-	}
+	median := func(ds []time.Duration) float64 { return float64(perf.Summarise(ds).Median) / 1e6 }
 	r.NaiveMs, r.FusedMs = median(nt), median(ft)
 	r.Speedup = r.NaiveMs / r.FusedMs
 	if *asJSON {

@@ -11,11 +11,9 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
-	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -111,18 +109,12 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "starting model: %s accuracy %.4f after %d epoch(s)\n", res.EvalSplit, res.Final.Accuracy, *startEpochs)
 	}
-	trainSplit, testSplit, err := finetune.LoadSplits(o)
-	if err != nil {
-		return err
-	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
-		return err
-	}
 	cfg.Epochs = *epochs
-	s := &compress.Session{Checkpoint: start, Train: data.Pretokenize(trainSplit.Examples, tok), Test: data.Pretokenize(testSplit.Examples, tok),
-		Batch:  data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: *maxLen, PadToMultipleOf: finetune.PadMultiple, Seed: *seed},
-		Config: cfg, Progress: progress, SweepProgress: progress}
+	s, err := compress.NewSession(o, cfg)
+	if err != nil {
+		return err
+	}
+	s.Checkpoint, s.Progress, s.SweepProgress = start, progress, progress
 	mg, err := s.Load()
 	if err != nil {
 		return err

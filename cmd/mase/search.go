@@ -17,13 +17,11 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/nas"
 	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/searchplot"
-	"github.com/gomase/gomase/mase/tokenizer"
 )
 
 const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE] [--study NAME] [--seed S] [--quick] " +
@@ -267,22 +265,17 @@ func newSampler(name string, seed int64, grid func() (map[string][]any, error)) 
 // searchSession loads the data the trials train and evaluate on.
 func searchSession(f searchFlags, stderr io.Writer) (*compress.Session, error) {
 	o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen, Seed: f.seed}
-	trainSplit, testSplit, err := finetune.LoadSplits(o)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
-		return nil, err
-	}
 	cfg := finetune.FromScratch()
 	cfg.LearningRate, cfg.Seed, cfg.Epochs = f.lr, f.seed, f.epochs
 	if err := cfg.Validate(); err != nil && f.epochs > 0 {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "data: %s, %d training and %d test examples, at most %d tokens\n", o.Dataset, trainSplit.Len(), testSplit.Len(), f.maxLen)
-	return &compress.Session{Train: data.Pretokenize(trainSplit.Examples, tok), Test: data.Pretokenize(testSplit.Examples, tok),
-		Batch: data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: f.maxLen, PadToMultipleOf: finetune.PadMultiple, Seed: f.seed}, Config: cfg}, nil
+	s, err := compress.NewSession(o, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "data: %s, %d training and %d test examples, at most %d tokens\n", o.Dataset, s.Train.Len(), s.Test.Len(), f.maxLen)
+	return s, nil
 }
 
 // nasFlags are the flags of --space nas.
@@ -305,20 +298,6 @@ func addNASFlags(fs *flag.FlagSet) *nasFlags {
 		likeMASE:     fs.Bool("like-mase", false, "nas: reproduce MASE's tutorial, where num_layers and num_heads do not change the model"),
 		compress:     fs.Bool("compress", false, "nas: Task 2's compression-aware objective: after training, quantize (integer 8/4) and prune (l1-norm 0.5) every Linear, return the accuracy after compression"),
 		postEpochs:   fs.Int("post-epochs", 0, "nas, with --compress: train this many more epochs after compression"),
-	}
-}
-
-// Tutorial5Compression is Tutorial 5's CompressionPipeline arguments:
-// integer 8/4 on every Linear, l1-norm 0.5 local on weights and
-// activations.
-func tutorial5Compression() map[string]any {
-	integer := map[string]any{"name": "integer", "data_in_width": 8.0, "data_in_frac_width": 4.0,
-		"weight_width": 8.0, "weight_frac_width": 4.0, "bias_width": 8.0, "bias_frac_width": 4.0}
-	prune := map[string]any{"sparsity": 0.5, "method": "l1-norm", "scope": "local"}
-	return map[string]any{
-		"quantize_transform_pass": map[string]any{"by": "type", "default": map[string]any{"config": map[string]any{"name": nil}},
-			"linear": map[string]any{"config": integer}},
-		"prune_transform_pass": map[string]any{"weight": prune, "activation": prune},
 	}
 }
 
@@ -356,7 +335,7 @@ func (n *nasFlags) objective(f searchFlags, set map[string]bool, stderr io.Write
 	obj := &nas.Objective{Space: space, Session: sess, Seed: f.seed, BestPath: *n.best}
 	value := "accuracy"
 	if *n.compress {
-		obj.Compression, obj.PostEpochs = tutorial5Compression(), *n.postEpochs
+		obj.Compression, obj.PostEpochs = nas.Tutorial5Compression(), *n.postEpochs
 		value = "accuracy after compression"
 		if obj.PostEpochs > 0 {
 			value += " and training"

@@ -16,6 +16,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -41,6 +42,31 @@ type Session struct {
 	// Verbose keeps the passes' per-module log lines inside sweeps (they
 	// are silenced by default: 14 lines per point).
 	Verbose bool
+}
+
+// NewSession loads o's training and evaluation splits
+// (finetune.LoadSplits: dataset, limits, seed), tokenises them with
+// bert-base-uncased and returns a session that trains with cfg, batched
+// as the trainer batches: cfg.BatchSize, truncation to o.MaxLen (0:
+// tokenizer.ModelMaxLength), dynamic padding to finetune.PadMultiple,
+// shuffled with o.Seed. Set Checkpoint and the progress reporters on the
+// result as needed.
+func NewSession(o finetune.Options, cfg train.Config) (*Session, error) {
+	trainSplit, testSplit, err := finetune.LoadSplits(o)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.BertBaseUncased()
+	if err != nil {
+		return nil, err
+	}
+	maxLen := o.MaxLen
+	if maxLen == 0 {
+		maxLen = tokenizer.ModelMaxLength
+	}
+	return &Session{Train: data.Pretokenize(trainSplit.Examples, tok), Test: data.Pretokenize(testSplit.Examples, tok),
+		Batch:  data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: maxLen, PadToMultipleOf: finetune.PadMultiple, Seed: o.Seed},
+		Config: cfg}, nil
 }
 
 // Load imports a fresh copy of the checkpoint.
@@ -95,8 +121,12 @@ func (s *Session) fineTune(mg *mase.MaseGraph, title string, makeProgress func(s
 	return tr.Train(finetune.EpochBatches(s.Train, o), steps, progress)
 }
 
-// quietly runs f with the passes' logger silenced unless Verbose.
-func (s *Session) quietly(f func() error) error {
+// Quietly runs f with the passes' per-module log lines silenced unless
+// Verbose: the sweeps here and the search objectives of packages nas and
+// mixedprecision run their passes through it. It swaps the package-level
+// passes.Logger, so run one at a time (or set Verbose) when several
+// goroutines share the passes.
+func (s *Session) Quietly(f func() error) error {
 	if s.Verbose {
 		return f()
 	}

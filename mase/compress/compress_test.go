@@ -11,7 +11,6 @@ import (
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -31,18 +30,12 @@ func smallSession(t *testing.T) *Session {
 	if err := checkpoint.Export(base, mg, checkpoint.Spec{}); err != nil {
 		t.Fatal(err)
 	}
-	o := finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, Seed: 1}
-	tr, te, err := finetune.LoadSplits(o)
+	s, err := NewSession(finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, MaxLen: 32, Seed: 1}, finetune.FromScratch())
 	if err != nil {
-		t.Skipf("SST-2 not available: %v", err)
+		t.Skipf("SST-2 or the tokenizer not available: %v", err)
 	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
-		t.Skipf("tokenizer not available: %v", err)
-	}
-	cfg := finetune.FromScratch()
-	return &Session{Checkpoint: base, Train: data.Pretokenize(tr.Examples, tok), Test: data.Pretokenize(te.Examples, tok),
-		Batch: data.BatchOptions{BatchSize: 8, MaxLength: 32, PadToMultipleOf: 32, Seed: 1}, Config: cfg}
+	s.Checkpoint = base
+	return s
 }
 
 func TestWidthSweepStartsEachPointFresh(t *testing.T) {

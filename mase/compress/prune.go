@@ -42,7 +42,7 @@ func (s *Session) SparsitySweep(sparsities []float64, methods []string, each fun
 		for _, method := range methods {
 			p := SparsityPoint{Sparsity: sp, Method: method}
 			var mg *mase.MaseGraph
-			err := s.quietly(func() (err error) {
+			err := s.Quietly(func() (err error) {
 				mg, p.Pruned, err = s.Prune(PruneConfig(sp, method, s.Batch.Seed))
 				return err
 			})

@@ -78,7 +78,7 @@ func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint,
 		}
 		p := WidthPoint{Width: w, FracWidth: w / 2}
 		var mg *mase.MaseGraph
-		err := s.quietly(func() (err error) {
+		err := s.Quietly(func() (err error) {
 			mg, p.PTQ, err = s.PTQ(IntegerLinearConfig(p.Width, p.FracWidth))
 			return err
 		})

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -126,16 +127,20 @@ func (c *Compiled) args(inputs map[string]*tensors.Tensor) ([]any, error) {
 		}
 		args[i] = t
 	}
-	for name := range inputs {
-		found := false
-		for _, in := range c.inputs {
-			found = found || in == name
-		}
-		if !found {
-			return nil, fmt.Errorf("unexpected input %q (the graph takes %v)", name, c.inputs)
-		}
+	if err := checkNoExtraInputs(inputs, c.inputs); err != nil {
+		return nil, err
 	}
 	return args, nil
+}
+
+// checkNoExtraInputs fails on an input the graph does not take.
+func checkNoExtraInputs(inputs map[string]*tensors.Tensor, takes []string) error {
+	for name := range inputs {
+		if !slices.Contains(takes, name) {
+			return fmt.Errorf("unexpected input %q (the graph takes %v)", name, takes)
+		}
+	}
+	return nil
 }
 
 // Run executes the graph and returns the output tensors (one, or one per

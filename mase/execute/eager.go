@@ -99,14 +99,8 @@ func (e *Eager) InputNames() []string { return append([]string(nil), e.inputs...
 // Run executes the graph node by node and returns the output tensors (one,
 // or one per element of an output tuple).
 func (e *Eager) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
-	for name := range inputs {
-		found := false
-		for _, in := range e.inputs {
-			found = found || in == name
-		}
-		if !found {
-			return nil, fmt.Errorf("unexpected input %q (the graph takes %v)", name, e.inputs)
-		}
+	if err := checkNoExtraInputs(inputs, e.inputs); err != nil {
+		return nil, err
 	}
 	vals := map[*ir.Node]any{}
 	for _, n := range e.mg.Nodes() {
@@ -214,19 +208,27 @@ func (e *Eager) runNode(n *ir.Node, vals map[*ir.Node]any) (any, error) {
 	return fillOutputs(en.shape, outs), nil
 }
 
-// fillOutputs replaces every outputIndex in shape by its tensor.
-func fillOutputs(shape any, outs []*tensors.Tensor) any {
-	switch x := shape.(type) {
-	case outputIndex:
-		return outs[x]
-	case []any:
+// mapLeaves returns v with every leaf (anything but a []any tuple,
+// which is copied element by element) replaced by f(leaf).
+func mapLeaves(v any, f func(leaf any) any) any {
+	if x, ok := v.([]any); ok {
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = fillOutputs(e, outs)
+			out[i] = mapLeaves(e, f)
 		}
 		return out
 	}
-	return shape
+	return f(v)
+}
+
+// fillOutputs replaces every outputIndex in shape by its tensor.
+func fillOutputs(shape any, outs []*tensors.Tensor) any {
+	return mapLeaves(shape, func(leaf any) any {
+		if k, ok := leaf.(outputIndex); ok {
+			return outs[k]
+		}
+		return leaf
+	})
 }
 
 // executable returns the executable of node n for input signature sig,
@@ -249,51 +251,37 @@ func (e *Eager) executable(n *ir.Node, sig string, vals map[*ir.Node]any) (*eage
 		g := params[0].Graph()
 		k := 0
 		bound := map[*tensors.Tensor]*graph.Node{}
-		var toGraph func(v any) any
-		toGraph = func(v any) any {
-			switch x := v.(type) {
-			case *tensors.Tensor:
-				if p, ok := bound[x]; ok {
-					return p
-				}
-				p := params[k]
-				k++
-				bound[x] = p
-				return p
-			case []any:
-				out := make([]any, len(x))
-				for i, e := range x {
-					out[i] = toGraph(e)
-				}
-				return out
+		toGraph := func(leaf any) any {
+			x, ok := leaf.(*tensors.Tensor)
+			if !ok {
+				return leaf
 			}
-			return v
+			if p, ok := bound[x]; ok {
+				return p
+			}
+			p := params[k]
+			k++
+			bound[x] = p
+			return p
 		}
 		gvals := Values{}
 		for _, in := range n.Inputs() {
-			gvals[in] = toGraph(inputVals[in])
+			gvals[in] = mapLeaves(inputVals[in], toGraph)
 		}
 		v, err := lowerNode(g, scope, e.m, n, gvals, nil, e.mode)
 		if err != nil {
 			panic(err)
 		}
 		var outs []*graph.Node
-		var mark func(v any) any
-		mark = func(v any) any {
-			switch x := v.(type) {
-			case *graph.Node:
-				outs = append(outs, x)
-				return outputIndex(len(outs) - 1)
-			case []any:
-				out := make([]any, len(x))
-				for i, e := range x {
-					out[i] = mark(e)
-				}
-				return out
+		en.shape = mapLeaves(v, func(leaf any) any {
+			x, ok := leaf.(*graph.Node)
+			if !ok {
+				return leaf
 			}
-			return v
-		}
-		en.shape, en.nOutputs, en.built = mark(v), len(outs), true
+			outs = append(outs, x)
+			return outputIndex(len(outs) - 1)
+		})
+		en.nOutputs, en.built = len(outs), true
 		if len(outs) == 0 {
 			// A constant: the graph still needs an output; the value is
 			// taken from the build, never from the execution.

@@ -12,12 +12,10 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/tokenizer"
 )
 
 // quiet discards log lines.
@@ -92,15 +90,10 @@ func smallSession(t *testing.T) *compress.Session {
 	if err := checkpoint.Export(base, mg, checkpoint.Spec{}); err != nil {
 		t.Fatal(err)
 	}
-	o := finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, Seed: 1}
-	tr, te, err := finetune.LoadSplits(o)
+	s, err := compress.NewSession(finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, MaxLen: 32, Seed: 1}, finetune.FromScratch())
 	if err != nil {
-		t.Skipf("SST-2 not available: %v", err)
+		t.Skipf("SST-2 or the tokenizer not available: %v", err)
 	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
-		t.Skipf("tokenizer not available: %v", err)
-	}
-	return &compress.Session{Checkpoint: base, Train: data.Pretokenize(tr.Examples, tok), Test: data.Pretokenize(te.Examples, tok),
-		Batch: data.BatchOptions{BatchSize: 8, MaxLength: 32, PadToMultipleOf: 32, Seed: 1}, Config: finetune.FromScratch()}
+	s.Checkpoint = base
+	return s
 }

@@ -3,8 +3,6 @@ package mixedprecision
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"strings"
 
@@ -176,7 +174,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 		sum  Summary
 		bits passes.AvgBits
 	)
-	err := o.quietly(func() error {
+	err := o.Session.Quietly(func() error {
 		var err error
 		if mg, err = o.Session.Load(); err != nil {
 			return err
@@ -249,16 +247,4 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 		o.OnModel(t, mg)
 	}
 	return m.Accuracy - o.Lambda*w, nil
-}
-
-// quietly runs f with the passes' per-layer log lines silenced unless
-// Session.Verbose (14 lines per trial otherwise), as compress's sweeps do.
-func (o *Objective) quietly(f func() error) error {
-	if o.Session.Verbose {
-		return f()
-	}
-	saved := passes.Logger
-	passes.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	defer func() { passes.Logger = saved }()
-	return f()
 }

@@ -11,12 +11,10 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/tokenizer"
 )
 
 // fixedTrial runs build inside a one-trial study whose grid sampler
@@ -231,19 +229,13 @@ func TestSamplersOnTheSpace(t *testing.T) {
 // tinySession trains on 64 SST-2 sentences cut to 32 tokens.
 func tinySession(t *testing.T) *compress.Session {
 	t.Helper()
-	o := finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, Seed: 1}
-	tr, te, err := finetune.LoadSplits(o)
-	if err != nil {
-		t.Skipf("SST-2 not available: %v", err)
-	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
-		t.Skipf("tokenizer not available: %v", err)
-	}
 	cfg := finetune.FromScratch()
 	cfg.Epochs = 1
-	return &compress.Session{Train: data.Pretokenize(tr.Examples, tok), Test: data.Pretokenize(te.Examples, tok),
-		Batch: data.BatchOptions{BatchSize: 8, MaxLength: 32, PadToMultipleOf: 32, Seed: 1}, Config: cfg}
+	s, err := compress.NewSession(finetune.Options{Dataset: "sst2", Limit: 64, EvalLimit: 64, MaxLen: 32, Seed: 1}, cfg)
+	if err != nil {
+		t.Skipf("SST-2 or the tokenizer not available: %v", err)
+	}
+	return s
 }
 
 // smallSpace keeps the trial models small enough for unit tests.
@@ -257,12 +249,7 @@ func smallSpace() Space {
 func TestObjectiveTrainsCompressesAndSavesTheBest(t *testing.T) {
 	sess := tinySession(t)
 	best := filepath.Join(t.TempDir(), "best")
-	integer := map[string]any{"name": "integer", "data_in_width": 8.0, "data_in_frac_width": 4.0,
-		"weight_width": 8.0, "weight_frac_width": 4.0, "bias_width": 8.0, "bias_frac_width": 4.0}
-	prune := map[string]any{"sparsity": 0.5, "method": "l1-norm", "scope": "local"}
-	obj := &Objective{Space: smallSpace(), Session: sess, Seed: 5, BestPath: best, PostEpochs: 1,
-		Compression: map[string]any{"quantize_transform_pass": map[string]any{"by": "type", "linear": map[string]any{"config": integer}},
-			"prune_transform_pass": map[string]any{"weight": prune, "activation": prune}}}
+	obj := &Objective{Space: smallSpace(), Session: sess, Seed: 5, BestPath: best, PostEpochs: 1, Compression: Tutorial5Compression()}
 	var last *mase.MaseGraph
 	obj.OnModel = func(_ *search.Trial, mg *mase.MaseGraph) { last = mg }
 	st, err := search.NewStudy(search.Config{Direction: search.Maximize, Sampler: search.NewRandomSampler(2)})

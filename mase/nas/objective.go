@@ -2,8 +2,6 @@ package nas
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/gomase/gomase/mase"
@@ -32,7 +30,8 @@ var TracedInputs = []string{"input_ids", "attention_mask", "labels"}
 type Objective struct {
 	Space Space
 	// Session holds the data, batching and optimiser settings (Epochs is
-	// the training before compression); its Checkpoint is not used.
+	// the training before compression; Verbose keeps the passes' log
+	// lines); its Checkpoint is not used.
 	Session *compress.Session
 	// Seed initialises the trial models: trial n's model uses Seed + n,
 	// so a study is reproducible and trials do not share initialisations.
@@ -45,11 +44,21 @@ type Objective struct {
 	// BestPath, when set, is where the model of the best trial so far is
 	// exported (checkpoint.Export; MASE pickles study.best_trial's model).
 	BestPath string
-	// Verbose keeps the passes' per-module log lines (silenced by default).
-	Verbose bool
 	// OnModel, when set, sees every trial's final graph before its value
 	// is returned.
 	OnModel func(t *search.Trial, mg *mase.MaseGraph)
+}
+
+// Tutorial5Compression is Tutorial 5's CompressionPipeline arguments for
+// Objective.Compression: every Linear quantized to integer 8/4 (data,
+// weight, bias), then L1-norm pruning at 0.5, local, of weights and
+// activations (Lab 1's configs: compress.IntegerLinearConfig and
+// compress.PruneConfig).
+func Tutorial5Compression() map[string]any {
+	return map[string]any{
+		passes.QuantizeTransformPass: compress.IntegerLinearConfig(8, 4),
+		passes.PruneTransformPass:    compress.PruneConfig(0.5, passes.PruneL1, 0),
+	}
 }
 
 // Run evaluates one trial; it is a search.Objective.
@@ -78,7 +87,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 		return 0, err
 	}
 	if o.Compression != nil {
-		err := o.quietly(func() (err error) {
+		err := o.Session.Quietly(func() (err error) {
 			mg, _, err = passes.CompressionPipeline().Run(mg, o.Compression)
 			return err
 		})
@@ -141,17 +150,6 @@ func (o *Objective) saveIfBest(t *search.Trial, mg *mase.MaseGraph, value float6
 		return fmt.Errorf("nas: saving the best model: %w", err)
 	}
 	return t.SetUserAttr("saved_as_best", o.BestPath)
-}
-
-// quietly runs f with the passes' logger silenced unless Verbose.
-func (o *Objective) quietly(f func() error) error {
-	if o.Verbose {
-		return f()
-	}
-	saved := passes.Logger
-	passes.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	defer func() { passes.Logger = saved }()
-	return f()
 }
 
 func setAttrs(t *search.Trial, attrs map[string]any) error {

@@ -81,11 +81,7 @@ func (l *BatchNorm2d) Forward(c *Call, args []any, _ map[string]any) (any, error
 	if d := x.Shape().Dimensions; len(d) != 4 || d[1] != l.NumFeatures {
 		return nil, fmt.Errorf("BatchNorm2d %s: input shape %v, want [N, %d, H, W]", c.Path, d, l.NumFeatures)
 	}
-	w, err := c.Param("weight")
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.Param("bias")
+	w, b, err := c.WeightAndBias(true)
 	if err != nil {
 		return nil, err
 	}

@@ -185,15 +185,9 @@ func (l *Conv2d) Forward(c *Call, args []any, _ map[string]any) (any, error) {
 	if d := x.Shape().Dimensions; len(d) != 4 || d[1] != l.InChannels {
 		return nil, fmt.Errorf("Conv2d %s: input shape %v, want [N, %d, H, W]", c.Path, d, l.InChannels)
 	}
-	w, err := c.Param("weight")
+	w, b, err := c.WeightAndBias(l.Bias)
 	if err != nil {
 		return nil, err
-	}
-	var b *graph.Node
-	if l.Bias {
-		if b, err = c.Param("bias"); err != nil {
-			return nil, err
-		}
 	}
 	y, err := Conv2dOp(x, w, b, l.Config())
 	if err != nil {

@@ -121,15 +121,9 @@ func (l *Linear) Forward(c *Call, args []any, _ map[string]any) (any, error) {
 	if d := x.Shape().Dimensions; len(d) == 0 || d[len(d)-1] != l.InFeatures {
 		return nil, fmt.Errorf("Linear %s: input shape %v, want last axis %d", c.Path, d, l.InFeatures)
 	}
-	w, err := c.Param("weight")
+	w, b, err := c.WeightAndBias(l.Bias)
 	if err != nil {
 		return nil, err
-	}
-	var b *graph.Node
-	if l.Bias {
-		if b, err = c.Param("bias"); err != nil {
-			return nil, err
-		}
 	}
 	return LinearBiasOp(x, w, b), nil
 }
@@ -290,11 +284,7 @@ func (l *LayerNorm) Forward(c *Call, args []any, _ map[string]any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.Param("weight")
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.Param("bias")
+	w, b, err := c.WeightAndBias(true)
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,20 @@ type Call struct {
 	Model *Model
 }
 
+// WeightAndBias returns the effective "weight" parameter (Param) and,
+// when withBias, the effective "bias"; b is nil without a bias.
+func (c *Call) WeightAndBias(withBias bool) (w, b *graph.Node, err error) {
+	if w, err = c.Param("weight"); err != nil {
+		return nil, nil, err
+	}
+	if withBias {
+		if b, err = c.Param("bias"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return w, b, nil
+}
+
 // Param returns the node of the module's parameter name: its effective
 // value, i.e. the stored value passed through the parametrizations
 // registered on it (RegisterParametrization), in registration order.

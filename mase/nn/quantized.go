@@ -148,15 +148,9 @@ func (l *QuantizedLinear) Forward(c *Call, args []any, _ map[string]any) (any, e
 	if d := x.Shape().Dimensions; len(d) == 0 || d[len(d)-1] != l.InFeatures {
 		return nil, fmt.Errorf("%s %s: input shape %v, want last axis %d", name, c.Path, d, l.InFeatures)
 	}
-	w, err := c.Param("weight")
+	w, b, err := c.WeightAndBias(l.Bias)
 	if err != nil {
 		return nil, err
-	}
-	var b *graph.Node
-	if l.Bias {
-		if b, err = c.Param("bias"); err != nil {
-			return nil, err
-		}
 	}
 	random := c.Random
 	if random == nil {

@@ -30,7 +30,6 @@ run uses the lab's IMDb at 512 tokens and every point.
 code(r"""
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compress"
@@ -87,8 +86,6 @@ func sparsities() []float64 {
 	}
 	return []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
 }
-
-var _ = strings.Join
 """)
 
 md(r"""

@@ -46,10 +46,8 @@ import (
 
 	"github.com/gomase/gomase/mase/compress"
 	"github.com/gomase/gomase/mase/display"
-	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/nas"
-	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/searchplot"
@@ -143,8 +141,6 @@ func meanStd(v []float64) (mean, std float64) {
 	}
 	return mean, math.Sqrt(std / float64(len(v)))
 }
-
-var _ = finetune.PadMultiple
 """)
 
 md(r"""
@@ -273,14 +269,8 @@ sess := session()
 if !labsetup.Quick() {
 	sess.Config.Epochs = 3
 }
-integer := map[string]any{"name": "integer", "data_in_width": 8, "data_in_frac_width": 4,
-	"weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4}
-prune := map[string]any{"sparsity": 0.5, "method": "l1-norm", "scope": "local"}
-compression := map[string]any{
-	passes.QuantizeTransformPass: map[string]any{"by": "type", "default": map[string]any{"config": map[string]any{"name": nil}},
-		"linear": map[string]any{"config": integer}},
-	passes.PruneTransformPass: map[string]any{"weight": prune, "activation": prune},
-}
+// Tutorial 5's pass_args: integer 8/4 on every Linear, then L1-norm 0.5 (local) on weights and activations.
+compression := nas.Tutorial5Compression()
 variants := []struct {
 	name string
 	obj  *nas.Objective

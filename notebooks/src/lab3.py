@@ -39,7 +39,6 @@ import (
 	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/mixedprecision"
-	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/search"
@@ -126,8 +125,6 @@ func layerTable(t search.FrozenTrial) {
 	}
 	display.Markdown(b.String())
 }
-
-var _ = passes.CalculateAvgBits
 """)
 
 md(r"""
