@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -17,7 +22,7 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go] [--json] | sdpa [--shape 32,8,128,64] [--dtype float32|float16] [--reps R] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--json]"
+const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go|go:<options>|xla:cuda|xla:PATH] [--rewrites all|none|LIST] [--eager-rewritten] [--mxint8 GROUP] [--json] | sdpa [--shape 32,8,128,64] [--dtype float32|float16] [--reps R] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--json]"
 
 func init() {
 	register(command{
@@ -46,11 +51,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	seq := fs.Int("seq", 128, "sequence length (bert-tiny)")
 	iters := fs.String("iters", "5,50,200", "n of the lab's figure (mean over the first n calls, no warm-up); the run makes max(n) calls per mode")
 	warmup := fs.Int("warmup", 5, "calls left out of the steady-state statistics")
-	be := fs.String("backend", "go", "compute backend: go")
+	be := fs.String("backend", "", "compute backend: go, go:<options>, xla:cuda (XLA on a CUDA PJRT plugin found on disk, e.g. JAX's; "+
+		backend.CUDAPluginEnv+" names one) or xla:PATH (XLA on the PJRT plugin at PATH); default $GOMLX_BACKEND, else go (docs/GPU.md)")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
+	rewriteList := fs.String("rewrites", "all", "compiled-mode rewrites: all, none, or a comma-separated list of "+strings.Join(compileopt.Names(), ", "))
+	packGroup := fs.Int("mxint8", 0, "pack the model's Linear layers as MXINT8 with this group size first (QLinearPacked; 0: do not)")
+	eagerRewritten := fs.Bool("eager-rewritten", false, "run eager mode on the rewritten graph too (same kernels in both modes: what whole-graph compilation alone gives)")
 	if err := parseFlagsOnly(fs, args[1:]); err != nil {
 		return err
+	}
+	rewrites, err := compileopt.ParseSelection(*rewriteList)
+	if err != nil {
+		return fmt.Errorf("--rewrites: %w", err)
 	}
 	ns, err := parseInts("--iters", *iters)
 	if err != nil {
@@ -59,11 +72,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 || *seq < 1 || *seq > 512 || *image < 32 {
 		return fmt.Errorf("--batch must be ≥ 1, --seq in 1..512 and --image ≥ 32 (got %d, %d, %d)", *batch, *seq, *image)
 	}
-	if *be != "go" {
-		return fmt.Errorf("--backend %q is not available in this build (allowed: go; GOMLX_BACKEND=go:<options> tunes the Go backend)", *be)
-	}
-	if _, err := backend.Default(); err != nil {
-		return err
+	// No --backend: the shared backend (GOMLX_BACKEND, else go).
+	var onBackend compute.Backend
+	if *be == "" {
+		*be = backend.DefaultSpec()
+		if onBackend, err = backend.Default(); err != nil {
+			return err
+		}
+	} else if onBackend, err = backend.Open(*be); err != nil {
+		return fmt.Errorf("--backend: %w", err)
 	}
 	var m *nn.Model
 	var inputs map[string]*tensors.Tensor
@@ -90,24 +107,55 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *model == "bert-tiny" {
 		traced = []string{"input_ids"}
 	}
+	if *packGroup != 0 {
+		mg, err := mase.NewMaseGraph(m, traced)
+		if err != nil {
+			return err
+		}
+		if _, _, err := mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: *packGroup}); err != nil {
+			return fmt.Errorf("--mxint8: %w", err)
+		}
+	}
 	g, err := trace.Trace(m, traced)
 	if err != nil {
 		return err
 	}
+	var report *compileopt.Report
 	newRunner := func(mode string) (execute.Runner, error) {
 		if mode == perf.Compiled {
-			return execute.Compile(m, g, execute.Mode{})
+			// Compiled mode rewrites its own trace; eager runs g as traced.
+			cg, err := trace.Trace(m, traced)
+			if err != nil {
+				return nil, err
+			}
+			r, rep, err := compileopt.NewCompiled(onBackend, m, cg, execute.Mode{}, rewrites)
+			report = rep
+			return r, err
 		}
-		return execute.NewEager(m, g, execute.Mode{})
+		if *eagerRewritten {
+			if _, err := compileopt.Optimize(m, g, execute.Mode{}, rewrites); err != nil {
+				return nil, err
+			}
+		}
+		return execute.NewEagerOn(onBackend, m, g, execute.Mode{})
 	}
 	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, eval mode, backend %s", *model, *batch, *seq, *be)
 	if *model == "resnet18" {
 		workload = fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d, eval mode, backend %s", *batch, *image, *image, *be)
 	}
+	if *packGroup != 0 {
+		workload += fmt.Sprintf(", Linear layers packed as MXINT8 (group size %d)", *packGroup)
+	}
 	c, err := perf.Compare(workload, newRunner, inputs, perf.Options{Iters: ns, Warmup: *warmup,
 		Progress: func(mode string, calls int) { fmt.Fprintf(stderr, "%s: %d calls\n", mode, calls) }})
 	if err != nil {
 		return err
+	}
+	if report != nil {
+		c.Notes = append(c.Notes, "compiled-mode rewrites: "+report.String())
+		if *eagerRewritten {
+			c.Notes = append(c.Notes, "eager mode ran the rewritten graph (host kernels included)")
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

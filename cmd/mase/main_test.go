@@ -156,7 +156,8 @@ func TestBenchCompileJSON(t *testing.T) {
 			Mode    string           `json:"mode"`
 			LabMean map[string]int64 `json:"lab_mean_ns"`
 		} `json:"modes"`
-		Speedup float64 `json:"steady_speedup"`
+		Speedup float64  `json:"steady_speedup"`
+		Notes   []string `json:"notes"`
 	}
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
@@ -164,11 +165,21 @@ func TestBenchCompileJSON(t *testing.T) {
 	if len(c.Modes) != 2 || c.Modes[0].Mode != "compiled" || c.Modes[1].Mode != "eager" || len(c.Modes[1].LabMean) != 2 || c.Speedup <= 0 {
 		t.Errorf("comparison %+v", c)
 	}
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "sdpa_kernel 2, gelu_kernel 2") {
+		t.Errorf("notes %q: want the rewrites applied to bert-tiny", c.Notes)
+	}
+	code, out, errOut = runCLI("bench", "compile", "--batch", "1", "--seq", "8", "--iters", "2", "--warmup", "1", "--rewrites", "none", "--eager-rewritten")
+	if code != 0 || !strings.Contains(out, "compiled-mode rewrites: no rewrites") {
+		t.Errorf("--rewrites none: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI("bench", "compile", "--rewrites", "fuse_all"); code == 0 || !strings.Contains(errOut, "gelu_kernel") {
+		t.Errorf("--rewrites fuse_all: exit %d, stderr %q", code, errOut)
+	}
 	code, out, errOut = runCLI("bench", "compile", "--model", "resnet18", "--batch", "1", "--image", "32", "--iters", "2,3", "--warmup", "1")
 	if code != 0 || !strings.Contains(out, "resnet18 forward, batch 1 × 3 × 32 × 32") || !strings.Contains(out, "lab n=3") {
 		t.Errorf("resnet18: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, bad := range [][]string{{"bench"}, {"bench", "compile", "--model", "resnet18", "--image", "8"}, {"bench", "compile", "--backend", "xla:cuda"}, {"bench", "compile", "--model", "gpt2"}, {"bench", "compile", "--iters", "2", "--warmup", "2"}} {
+	for _, bad := range [][]string{{"bench"}, {"bench", "compile", "--model", "resnet18", "--image", "8"}, {"bench", "compile", "--backend", "xla:/nonexistent/plugin.so"}, {"bench", "compile", "--model", "gpt2"}, {"bench", "compile", "--iters", "2", "--warmup", "2"}} {
 		if code, _, _ := runCLI(bad...); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/gomlx/compute/dtypes/float16"
+
+	"github.com/gomase/gomase/kernels/internal/simdmath"
 )
 
 // SIMD versions of the micro-kernels (kernels.go), selected at init from
@@ -212,43 +214,8 @@ func scaleAddAVX2(dst, src []float32, a float32, b []float32) {
 	}
 }
 
-// Constants of exp: x = k·ln2 + r with |r| ≤ ln2/2 and k = round(x·log₂e);
-// eʳ by Cephes' expf polynomial (relative error ≤ 2 ulp); 2ᵏ built in the
-// exponent bits. Arguments below expLo (where 2ᵏ would leave the normal
-// range) give 0, which also makes exp(-Inf) = 0.
-const (
-	expLo    = -87.33654
-	expHi    = 88.0
-	log2e    = 1.44269504088896341
-	ln2Hi    = 0.693359375
-	ln2Lo    = -2.12194440e-4
-	expP0    = 1.9875691500e-4
-	expP1    = 1.3981999507e-3
-	expP2    = 8.3334519073e-3
-	expP3    = 4.1665795894e-2
-	expP4    = 1.6666665459e-1
-	expP5    = 5.0000001201e-1
-	expBias  = 127
-	mantBits = 23
-)
-
-// exp8 is e^x on 8 lanes (see the constants above).
-func exp8(x f8) f8 {
-	lo := bcast8(expLo)
-	valid := x.GreaterEqual(lo)
-	x = x.Max(lo).Min(bcast8(expHi))
-	k := x.Mul(bcast8(log2e)).RoundToEven()
-	r := k.MulAdd(bcast8(-ln2Hi), x)
-	r = k.MulAdd(bcast8(-ln2Lo), r)
-	y := bcast8(expP0).MulAdd(r, bcast8(expP1))
-	y = y.MulAdd(r, bcast8(expP2))
-	y = y.MulAdd(r, bcast8(expP3))
-	y = y.MulAdd(r, bcast8(expP4))
-	y = y.MulAdd(r, bcast8(expP5))
-	y = y.MulAdd(r.Mul(r), r.Add(bcast8(1)))
-	pow2 := k.ConvertToInt32().Add(archsimd.BroadcastInt32x8(expBias)).ShiftAllLeft(mantBits).AsFloat32x8()
-	return y.Mul(pow2).Masked(valid)
-}
+// exp8 and exp16 are e^x (kernels/internal/simdmath).
+func exp8(x f8) f8 { return simdmath.Exp8(x) }
 
 func expSumAVX2(dst, src []float32, m float32) float32 {
 	n := len(src)
@@ -400,22 +367,7 @@ func scaleAddMaxAVX512(dst, src []float32, a float32, b []float32) float32 {
 	return m
 }
 
-// exp16 is exp8 on 16 lanes; 2ᵏ is applied with VSCALEFPS.
-func exp16(x f16x) f16x {
-	lo := bcast16(expLo)
-	valid := x.GreaterEqual(lo)
-	x = x.Max(lo).Min(bcast16(expHi))
-	k := x.Mul(bcast16(log2e)).RoundToEvenScaled(0)
-	r := k.MulAdd(bcast16(-ln2Hi), x)
-	r = k.MulAdd(bcast16(-ln2Lo), r)
-	y := bcast16(expP0).MulAdd(r, bcast16(expP1))
-	y = y.MulAdd(r, bcast16(expP2))
-	y = y.MulAdd(r, bcast16(expP3))
-	y = y.MulAdd(r, bcast16(expP4))
-	y = y.MulAdd(r, bcast16(expP5))
-	y = y.MulAdd(r.Mul(r), r.Add(bcast16(1)))
-	return y.Scale(k).Masked(valid)
-}
+func exp16(x f16x) f16x { return simdmath.Exp16(x) }
 
 func expSumAVX512(dst, src []float32, m float32) float32 {
 	n := len(src)

@@ -3,7 +3,13 @@
 // The default is the pure-Go backend ("go"), which works everywhere without
 // downloads. GoMLX's own default ("xla") tries to download a PJRT CPU plugin
 // and fails offline, so gomase never relies on it. GOMLX_BACKEND overrides
-// the choice, as in GoMLX.
+// the choice, as in GoMLX, with the specifications Open accepts: "go",
+// "go:<options>", "xla:cuda" (a CUDA PJRT plugin found on disk, e.g. the
+// one inside JAX's CUDA plugin package; see FindCUDAPlugin) or
+// "xla:/path/to/plugin.so". Open creates a backend from such a
+// specification; ParseSpec and CUDASearch are its pure parts. The XLA
+// backend is in binaries built with cgo on linux/amd64 or linux/arm64
+// (XLAAvailable); docs/GPU.md tells how to run gomase on a GPU.
 package backend
 
 import (
@@ -34,33 +40,48 @@ var (
 	openErr error
 )
 
-// Default returns the process-wide backend, created on first use from
-// GOMLX_BACKEND, or DefaultConfig when it is unset.
+// Default returns the process-wide backend, created on first use by Open
+// from GOMLX_BACKEND, or from "go" (DefaultConfig) when it is unset or
+// empty.
 func Default() (compute.Backend, error) {
 	once.Do(func() {
-		config, set := os.LookupEnv(compute.ConfigEnvVar)
-		if !set || config == "" || config == "go" {
-			config = DefaultConfig
-		}
-		shared, openErr = newQuiet(config)
+		spec := DefaultSpec()
+		shared, openErr = Open(spec)
 		if openErr != nil {
-			openErr = fmt.Errorf("opening GoMLX backend %q (GOMLX_BACKEND; allowed here: go, go:<options>): %w", config, openErr)
+			openErr = fmt.Errorf("%s=%q: %w", compute.ConfigEnvVar, spec, openErr)
 		}
 	})
 	return shared, openErr
 }
 
-// newQuiet creates the backend with standard output silenced: the Go
-// backend prints a line when its parallelism is configured, which would
-// corrupt JSON written by the CLI.
-func newQuiet(config string) (compute.Backend, error) {
+// DefaultSpec is the specification Default opens: GOMLX_BACKEND, or "go"
+// when it is unset or empty.
+func DefaultSpec() string {
+	if spec := os.Getenv(compute.ConfigEnvVar); spec != "" {
+		return spec
+	}
+	return "go"
+}
+
+// newQuiet creates a backend from a GoMLX configuration with standard
+// output silenced (see quietly).
+func newQuiet(config string) (b compute.Backend, err error) {
+	quietly(func() { b, err = compute.NewWithConfig(config) })
+	return b, err
+}
+
+// quietly runs fn with os.Stdout pointing at /dev/null: the Go backend
+// prints a line when its parallelism is configured, which would corrupt
+// JSON written by the CLI.
+func quietly(fn func()) {
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		return compute.NewWithConfig(config)
+		fn()
+		return
 	}
 	defer devnull.Close()
 	saved := os.Stdout
 	os.Stdout = devnull
 	defer func() { os.Stdout = saved }()
-	return compute.NewWithConfig(config)
+	fn()
 }

@@ -100,6 +100,9 @@ func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals
 	case ir.CallFunction:
 		fn, ok := functions[n.Target]
 		if !ok {
+			if _, host := HostFunctionFor(n.Target); host {
+				return nil, hostOnlyError(n.Target)
+			}
 			return nil, fmt.Errorf("no lowering for function %q (known: %s)", n.Target, knownNames(functions))
 		}
 		return fn(&opCtx{g: g, scope: scope, mode: mode}, args, kwargs)

@@ -58,6 +58,7 @@ func init() {
 		"unsqueeze":                    unsqueeze,
 		"transpose":                    transpose,
 		"dropout":                      dropoutFn,
+		"linear":                       linearFn,
 	}
 	methods = map[string]opFn{
 		"size":       size,
@@ -562,6 +563,38 @@ func trainCall(c *opCtx) *nn.Call {
 	return &nn.Call{Graph: c.g, Scope: c.scope, Training: c.mode.Training, Random: func(dims ...int) *graph.Node {
 		return store.RandomUniform(c.g, shapes.Make(dtypes.Float32, dims...))
 	}}
+}
+
+// linearFn is torch's F.linear(input, weight, bias=None): x Wᵀ + b with W
+// [out, in].
+func linearFn(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("linear", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := node("linear", args, 1)
+	if err != nil {
+		return nil, err
+	}
+	bias, ok := kwargs["bias"]
+	if len(args) > 2 {
+		bias, ok = args[2], true
+	}
+	var b *graph.Node
+	if ok && bias != nil {
+		if b, ok = bias.(*graph.Node); !ok {
+			return nil, fmt.Errorf("linear: bias is %T, want a tensor or None", bias)
+		}
+	}
+	if w.Rank() != 2 || x.Rank() == 0 || x.Shape().Dimensions[x.Rank()-1] != w.Shape().Dimensions[1] ||
+		(b != nil && (b.Rank() != 1 || b.Shape().Dimensions[0] != w.Shape().Dimensions[0])) {
+		bs := "None"
+		if b != nil {
+			bs = b.Shape().String()
+		}
+		return nil, fmt.Errorf("linear: input %s, weight %s, bias %s (allowed: input [..., in], weight [out, in], bias [out] or None)", x.Shape(), w.Shape(), bs)
+	}
+	return nn.LinearBiasOp(x, w, b), nil
 }
 
 func dropoutFn(c *opCtx, args []any, kwargs map[string]any) (any, error) {

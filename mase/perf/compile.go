@@ -93,6 +93,11 @@ type Comparison struct {
 	// the steady means (0 when compiled never catches up).
 	BreakEven         int  `json:"break_even_n"`
 	BreakEvenMeasured bool `json:"break_even_measured"`
+	// MedianSpeedup is eager's steady median over compiled's (less
+	// sensitive to a busy machine than the means).
+	MedianSpeedup float64 `json:"steady_median_speedup"`
+	// Notes are lines the caller adds (how compiled mode was configured).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Options configure Compare.
@@ -103,12 +108,15 @@ type Options struct {
 	// Warmup calls are left out of the steady-state statistics (default 5;
 	// the first call is always left out).
 	Warmup int
-	// Progress, when set, is told each mode's start.
+	// Progress, when set, is told each mode and its number of calls
+	// before the timing starts.
 	Progress func(mode string, calls int)
 }
 
-// Compare runs make's runner for each mode max(Iters) times on inputs,
-// timing every call. make builds a fresh runner (nothing compiled yet).
+// Compare runs newRunner's runner for each mode max(Iters) times on
+// inputs, timing every call. newRunner builds a fresh runner (nothing
+// compiled yet). The modes take turns call by call (see TimeInterleaved),
+// so that a change of load on a shared machine falls on both.
 func Compare(workload string, newRunner func(mode string) (execute.Runner, error), inputs map[string]*tensors.Tensor, o Options) (*Comparison, error) {
 	if len(o.Iters) == 0 {
 		o.Iters = []int{5, 50, 200}
@@ -129,31 +137,26 @@ func Compare(workload string, newRunner func(mode string) (execute.Runner, error
 		return nil, fmt.Errorf("perf: %d calls leave nothing after a warm-up of %d; raise the largest iteration count or lower the warm-up", calls, o.Warmup)
 	}
 	c := &Comparison{Workload: workload, Warmup: o.Warmup, Iters: slices.Sorted(slices.Values(o.Iters))}
-	for _, mode := range []string{Compiled, Eager} {
-		if o.Progress != nil {
-			o.Progress(mode, calls)
-		}
+	modes := []string{Compiled, Eager}
+	runners := make([]execute.Runner, len(modes))
+	for i, mode := range modes {
 		r, err := newRunner(mode)
 		if err != nil {
 			return nil, fmt.Errorf("perf: %s: %w", mode, err)
 		}
-		mt := ModeTiming{Mode: mode, LabMean: map[int]time.Duration{}}
-		for i := 0; i < calls; i++ {
-			start := time.Now()
-			outs, err := r.Run(inputs)
-			if err == nil {
-				// Bring the results to the host, as the lab's CPU timing
-				// does (a no-op on the Go backend).
-				for _, t := range outs {
-					t.MaterializeLocal()
-				}
-			}
-			d := time.Since(start)
-			if err != nil {
-				return nil, fmt.Errorf("perf: %s call %d: %w", mode, i, err)
-			}
-			mt.Calls = append(mt.Calls, d)
+		runners[i] = r
+	}
+	if o.Progress != nil {
+		for _, mode := range modes {
+			o.Progress(mode, calls)
 		}
+	}
+	times, err := TimeInterleaved(runners, inputs, calls)
+	if err != nil {
+		return nil, fmt.Errorf("perf: %w", err)
+	}
+	for i, mode := range modes {
+		mt := ModeTiming{Mode: mode, LabMean: map[int]time.Duration{}, Calls: times[i]}
 		mt.First = mt.Calls[0]
 		mt.Steady = Summarise(mt.Calls[max(1, o.Warmup):])
 		for _, n := range c.Iters {
@@ -168,6 +171,9 @@ func Compare(workload string, newRunner func(mode string) (execute.Runner, error
 	comp, eager := c.Modes[0], c.Modes[1]
 	if comp.Steady.Mean > 0 {
 		c.Speedup = float64(eager.Steady.Mean) / float64(comp.Steady.Mean)
+	}
+	if comp.Steady.Median > 0 {
+		c.MedianSpeedup = float64(eager.Steady.Median) / float64(comp.Steady.Median)
 	}
 	c.BreakEven, c.BreakEvenMeasured = breakEven(comp, eager)
 	return c, nil
@@ -216,7 +222,7 @@ func (c *Comparison) Format() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "steady-state speedup (eager mean / compiled mean): %.2f×, over %d calls after a warm-up of %d\n", c.Speedup, c.Modes[0].Steady.Calls, c.Warmup)
+	fmt.Fprintf(&b, "steady-state speedup (eager mean / compiled mean): %.2f× (medians: %.2f×), over %d calls after a warm-up of %d\n", c.Speedup, c.MedianSpeedup, c.Modes[0].Steady.Calls, c.Warmup)
 	switch {
 	case c.BreakEven == 0:
 		b.WriteString("break-even: compiled never catches up with eager\n")
@@ -225,5 +231,37 @@ func (c *Comparison) Format() string {
 	default:
 		fmt.Fprintf(&b, "break-even: about n = %d calls (extrapolated from the steady means)\n", c.BreakEven)
 	}
+	for _, note := range c.Notes {
+		fmt.Fprintf(&b, "%s\n", note)
+	}
 	return b.String()
+}
+
+// TimeInterleaved calls each runner calls times on inputs, the runners
+// taking turns (call i of every runner, then call i+1), and returns every
+// call's duration per runner. Each call's outputs are brought to the host
+// (MaterializeLocal), as the lab's CPU timing does; on the Go backend
+// that costs nothing.
+func TimeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor, calls int) ([][]time.Duration, error) {
+	if calls < 1 {
+		return nil, fmt.Errorf("%d calls: want at least one", calls)
+	}
+	times := make([][]time.Duration, len(runners))
+	for i := 0; i < calls; i++ {
+		for k, r := range runners {
+			start := time.Now()
+			outs, err := r.Run(inputs)
+			if err == nil {
+				for _, t := range outs {
+					t.MaterializeLocal()
+				}
+			}
+			d := time.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("runner %d, call %d: %w", k, i, err)
+			}
+			times[k] = append(times[k], d)
+		}
+	}
+	return times, nil
 }

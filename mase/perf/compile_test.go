@@ -96,3 +96,29 @@ func TestCompare(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// logged is a Runner that appends its name to a shared log at each call.
+type logged struct {
+	name string
+	log  *[]string
+}
+
+func (l *logged) Run(map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	*l.log = append(*l.log, l.name)
+	return []*tensors.Tensor{tensors.FromScalar(float32(1))}, nil
+}
+func (l *logged) InputNames() []string { return []string{"x"} }
+
+func TestTimeInterleavedTakesTurns(t *testing.T) {
+	var log []string
+	times, err := TimeInterleaved([]execute.Runner{&logged{"a", &log}, &logged{"b", &log}}, nil, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(log, "") != "ababab" || len(times) != 2 || len(times[0]) != 3 || len(times[1]) != 3 {
+		t.Errorf("calls %v, times %v: want a and b taking turns, 3 timings each", log, times)
+	}
+	if _, err := TimeInterleaved([]execute.Runner{&logged{"a", &log}}, nil, 0); err == nil {
+		t.Error("no error for 0 calls")
+	}
+}

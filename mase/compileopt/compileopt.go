@@ -1,0 +1,231 @@
+// Package compileopt holds compiled mode's graph rewrites: MaseGraph
+// passes that run before a graph is compiled, each of which can be
+// switched off, so that Lab 4 can show what every one contributes — the
+// role of torch.compile's graph-level optimisation.
+//
+// Two rewrites clean the graph (dead_code, remove_dropout); two swap a
+// node for one of our own CPU kernels, run on the host between compiled
+// segments (a graph break, execute.HostFunction): sdpa_kernel
+// (kernels/sdpa's tiled online-softmax attention) and gelu_kernel
+// (kernels/gelu's float32 SIMD GELU; the Go backend's GELU evaluates erf
+// in float64 one element at a time); one replaces a packed module's
+// in-graph dequantisation: mxint8_kernel (kernels/mxint8's SIMD
+// dequantiser on the packed buffers, hoisted to the start of the graph
+// since it depends on parameters only, then F.linear). Host kernels have no gradient, so
+// the kernel rewrites only apply to inference graphs (Mode.Training
+// false).
+//
+// Eager mode runs the graph as traced; compiled mode runs Optimize's
+// result with execute.CompileRunner (see NewCompiled).
+package compileopt
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute"
+
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// Rewrite is one compiled-mode graph pass.
+type Rewrite struct {
+	// Name is how the rewrite is selected (--rewrites).
+	Name string
+	// Doc says what it does, in one line.
+	Doc string
+	// Host is set for rewrites that introduce host kernels (graph breaks);
+	// they are skipped for training graphs.
+	Host bool
+	// apply rewrites g in place and returns the number of nodes changed.
+	apply func(m *nn.Model, g *ir.Graph) (int, error)
+}
+
+// Rewrites returns every rewrite, in the order Optimize applies them.
+func Rewrites() []Rewrite {
+	return []Rewrite{
+		{Name: DeadCode, Doc: "erase nodes whose value nothing uses (size() calls left by tracing, unused branches)", apply: deadCode},
+		{Name: RemoveDropout, Doc: "bypass dropout modules (identities at inference)", apply: removeDropout},
+		{Name: SDPAKernel, Doc: "run scaled_dot_product_attention with kernels/sdpa's fused tiled online-softmax kernel (graph break)", Host: true, apply: sdpaKernel},
+		{Name: GELUKernel, Doc: "run exact GELU with kernels/gelu's float32 SIMD kernel (graph break)", Host: true, apply: geluKernel},
+		{Name: MXInt8Kernel, Doc: "dequantise QLinearPacked weights with kernels/mxint8's SIMD kernel, hoisted to the start of the graph (graph break), then F.linear", Host: true, apply: mxint8Kernel},
+	}
+}
+
+// The rewrites' names.
+const (
+	DeadCode      = "dead_code"
+	RemoveDropout = "remove_dropout"
+	SDPAKernel    = "sdpa_kernel"
+	GELUKernel    = "gelu_kernel"
+	MXInt8Kernel  = "mxint8_kernel"
+)
+
+// Names lists the rewrites' names in order.
+func Names() []string {
+	var names []string
+	for _, r := range Rewrites() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// ParseSelection reads a --rewrites value: "all", "none", or a
+// comma-separated list of rewrite names. It returns the selected names in
+// application order.
+func ParseSelection(s string) ([]string, error) {
+	switch strings.TrimSpace(s) {
+	case "all", "":
+		return Names(), nil
+	case "none":
+		return nil, nil
+	}
+	chosen := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Names(), name) {
+			return nil, fmt.Errorf("unknown rewrite %q (allowed: all, none, or a comma-separated list of %s)", name, strings.Join(Names(), ", "))
+		}
+		chosen[name] = true
+	}
+	var out []string
+	for _, name := range Names() {
+		if chosen[name] {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Report says what Optimize did.
+type Report struct {
+	// Applied maps each rewrite that ran to the number of nodes it changed.
+	Applied map[string]int
+	// Skipped maps each selected rewrite that did not run to the reason.
+	Skipped map[string]string
+	// Nodes is the number of graph nodes before and after.
+	NodesBefore, NodesAfter int
+}
+
+// String is a one-line summary, rewrites in application order.
+func (r *Report) String() string {
+	var parts []string
+	for _, name := range Names() {
+		if n, ok := r.Applied[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", name, n))
+		} else if why, ok := r.Skipped[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s skipped (%s)", name, why))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no rewrites")
+	}
+	return fmt.Sprintf("%s; %d → %d nodes", strings.Join(parts, ", "), r.NodesBefore, r.NodesAfter)
+}
+
+// Optimize applies the selected rewrites (names as ParseSelection returns
+// them; nil applies none) to g in place, in Rewrites order, and checks the
+// result. Like MASE's transform passes it changes the graph it is given:
+// trace again for an untouched copy.
+func Optimize(m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (*Report, error) {
+	for _, name := range selected {
+		if !slices.Contains(Names(), name) {
+			return nil, fmt.Errorf("unknown rewrite %q (allowed: %s)", name, strings.Join(Names(), ", "))
+		}
+	}
+	rep := &Report{Applied: map[string]int{}, Skipped: map[string]string{}, NodesBefore: g.Len()}
+	for _, r := range Rewrites() {
+		if !slices.Contains(selected, r.Name) {
+			continue
+		}
+		if r.Host && mode.Training {
+			rep.Skipped[r.Name] = "host kernels have no gradient; training graphs keep the GoMLX op"
+			continue
+		}
+		if r.Name == RemoveDropout && mode.Training {
+			rep.Skipped[r.Name] = "dropout is active in training"
+			continue
+		}
+		n, err := r.apply(m, g)
+		if err != nil {
+			return nil, fmt.Errorf("rewrite %s: %w", r.Name, err)
+		}
+		if err := g.Lint(); err != nil {
+			return nil, fmt.Errorf("rewrite %s broke the graph: %w", r.Name, err)
+		}
+		rep.Applied[r.Name] = n
+	}
+	rep.NodesAfter = g.Len()
+	return rep, nil
+}
+
+// NewCompiled is compiled mode with rewrites: it applies the selected
+// rewrites to g (in place) and prepares the result with
+// execute.CompileRunner on be: one GoMLX computation, or compiled segments
+// around the host kernels.
+//
+// The host-kernel rewrites apply on the Go backend only: elsewhere (XLA)
+// the backend fuses the GoMLX ops itself, attention included, and a graph
+// break would only add transfers; they are reported as skipped.
+func NewCompiled(be compute.Backend, m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (execute.Runner, *Report, error) {
+	var kept []string
+	skipped := map[string]string{}
+	for _, name := range selected {
+		if r, ok := rewriteNamed(name); ok && r.Host && !runsHostKernels(be.Name()) {
+			skipped[name] = fmt.Sprintf("host kernels are for the Go backend; %s fuses the GoMLX ops itself", be.Name())
+			continue
+		}
+		kept = append(kept, name)
+	}
+	rep, err := Optimize(m, g, mode, kept)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, why := range skipped {
+		rep.Skipped[name] = why
+	}
+	r, err := execute.CompileRunner(be, m, g, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, rep, nil
+}
+
+// runsHostKernels reports whether a backend, by its Name(), is the Go
+// backend ("Go Backend" in compute v0.1.2), the one our host kernels are
+// for.
+func runsHostKernels(backendName string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(backendName), " ")
+	return strings.EqualFold(first, "go")
+}
+
+// rewriteNamed returns the rewrite called name.
+func rewriteNamed(name string) (Rewrite, bool) {
+	for _, r := range Rewrites() {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Rewrite{}, false
+}
+
+// replaceNode puts a new node computing the same value as old right after
+// it, moves old's users to it and erases old.
+func replaceNode(g *ir.Graph, old *ir.Node, op ir.OpKind, target string, args []any, kwargs map[string]any) error {
+	var repl *ir.Node
+	err := g.InsertingAfter(old, func() error {
+		var err error
+		repl, err = g.AddNode(op, old.Name+"_"+strings.TrimPrefix(target, hostPrefix), target, args, kwargs)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := old.ReplaceAllUsesWith(repl); err != nil {
+		return err
+	}
+	return g.EraseNode(old)
+}

@@ -1,0 +1,123 @@
+package compileopt
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/kernels/gelu"
+	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/kernels/sdpa"
+	"github.com/gomase/gomase/mase/execute"
+)
+
+// hostPrefix starts the targets of our host functions.
+const hostPrefix = "gomase."
+
+// The host functions' call_function targets.
+const (
+	// HostSDPA is kernels/sdpa.FusedTensors: (q, k, v, attn_mask=, scale=).
+	HostSDPA = hostPrefix + "sdpa_kernel"
+	// HostGELU is kernels/gelu.Tensor: (x).
+	HostGELU = hostPrefix + "gelu_kernel"
+	// HostMXInt8 is kernels/mxint8.DequantizeWords: (mantissa_words,
+	// exponent_words, numel, group_size, shape=(dims...)) → float32.
+	HostMXInt8 = hostPrefix + "mxint8_dequantize"
+)
+
+func init() {
+	execute.RegisterHostFunction(HostSDPA, runSDPA)
+	execute.RegisterHostFunction(HostGELU, runGELU)
+	execute.RegisterHostFunction(HostMXInt8, runMXInt8)
+}
+
+func runMXInt8(args []any, kwargs map[string]any) (any, error) {
+	var ws [2][]int32
+	for i := range ws {
+		t, err := execute.TensorArg(HostMXInt8, args, i)
+		if err != nil {
+			return nil, err
+		}
+		if ws[i], err = tensors.CopyFlatData[int32](t); err != nil {
+			return nil, fmt.Errorf("%s: argument %d: %w", HostMXInt8, i, err)
+		}
+	}
+	if len(args) != 4 {
+		return nil, fmt.Errorf("%s: %d arguments, want (mantissa_words, exponent_words, numel, group_size)", HostMXInt8, len(args))
+	}
+	n, ok1 := args[2].(int)
+	gs, ok2 := args[3].(int)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%s: numel %v and group_size %v must be integers", HostMXInt8, args[2], args[3])
+	}
+	dims := []int{n}
+	if s, ok := kwargs["shape"].([]any); ok {
+		dims = dims[:0]
+		size := 1
+		for _, d := range s {
+			di, ok := d.(int)
+			if !ok || di < 1 {
+				return nil, fmt.Errorf("%s: shape %v: want positive integers", HostMXInt8, s)
+			}
+			dims = append(dims, di)
+			size *= di
+		}
+		if size != n {
+			return nil, fmt.Errorf("%s: shape %v holds %d values, not %d", HostMXInt8, s, size, n)
+		}
+	}
+	vals, err := mxint8.DequantizeWords(ws[0], ws[1], n, gs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", HostMXInt8, err)
+	}
+	return tensors.FromFlatDataAndDimensions(vals, dims...), nil
+}
+
+func runSDPA(args []any, kwargs map[string]any) (any, error) {
+	var qkv [3]*tensors.Tensor
+	for i := range qkv {
+		t, err := execute.TensorArg(HostSDPA, args, i)
+		if err != nil {
+			return nil, err
+		}
+		qkv[i] = t
+	}
+	var mask *tensors.Tensor
+	if m, ok := kwargs["attn_mask"]; ok && m != nil {
+		if mask, ok = m.(*tensors.Tensor); !ok {
+			return nil, fmt.Errorf("%s: attn_mask is %T, want a tensor", HostSDPA, m)
+		}
+	}
+	scale := 0.0 // 1/√head_dim
+	if s, ok := kwargs["scale"]; ok && s != nil {
+		switch v := s.(type) {
+		case float64:
+			scale = v
+		case int:
+			scale = float64(v)
+		default:
+			return nil, fmt.Errorf("%s: scale is %T, want a number", HostSDPA, s)
+		}
+		if scale <= 0 || math.IsInf(scale, 0) || math.IsNaN(scale) {
+			return nil, fmt.Errorf("%s: scale %v, want a positive finite number", HostSDPA, scale)
+		}
+	}
+	out, err := sdpa.FusedTensors(qkv[0], qkv[1], qkv[2], mask, scale, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w (switch the %s rewrite off for this graph)", err, SDPAKernel)
+	}
+	return out, nil
+}
+
+func runGELU(args []any, _ map[string]any) (any, error) {
+	x, err := execute.TensorArg(HostGELU, args, 0)
+	if err != nil {
+		return nil, err
+	}
+	y, err := gelu.Tensor(x)
+	if err != nil {
+		return nil, fmt.Errorf("%w (switch the %s rewrite off for this graph)", err, GELUKernel)
+	}
+	return y, nil
+}

@@ -1,0 +1,200 @@
+package compileopt
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// deadCode erases nodes nothing uses, last first so that chains of dead
+// nodes go in one pass. Placeholders and the output stay.
+func deadCode(_ *nn.Model, g *ir.Graph) (int, error) {
+	erased := 0
+	nodes := g.Nodes()
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		if n.Op == ir.Placeholder || n.Op == ir.Output || n.NumUsers() > 0 {
+			continue
+		}
+		if err := g.EraseNode(n); err != nil {
+			return erased, err
+		}
+		erased++
+	}
+	return erased, nil
+}
+
+// removeDropout bypasses dropout modules and the dropout function: at
+// inference they return their input.
+func removeDropout(m *nn.Model, g *ir.Graph) (int, error) {
+	removed := 0
+	for _, n := range g.Nodes() {
+		isDropout := n.Op == ir.CallFunction && n.Target == "dropout"
+		if n.Op == ir.CallModule {
+			if mod, ok := m.Module(n.Target); ok && mod.TypeName() == "Dropout" {
+				isDropout = true
+			}
+		}
+		if !isDropout {
+			continue
+		}
+		in, ok := n.Arg(0).(*ir.Node)
+		if !ok {
+			return removed, fmt.Errorf("%s: dropout without a node input", n.Name)
+		}
+		if _, err := n.ReplaceAllUsesWith(in); err != nil {
+			return removed, err
+		}
+		if err := g.EraseNode(n); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// sdpaKernel swaps every scaled_dot_product_attention call that the fused
+// kernel can run (not causal: the kernel can, the GoMLX lowering cannot
+// yet, so causal calls are left to fail the same way in both modes) for
+// the host function.
+func sdpaKernel(_ *nn.Model, g *ir.Graph) (int, error) {
+	changed := 0
+	for _, n := range g.Nodes() {
+		if n.Op != ir.CallFunction || n.Target != "scaled_dot_product_attention" {
+			continue
+		}
+		if causal, _ := n.Kwarg("is_causal"); causal == true {
+			continue
+		}
+		if len(n.Args()) != 3 {
+			continue // q, k, v passed some other way: leave it
+		}
+		kwargs := map[string]any{}
+		for _, k := range []string{"attn_mask", "scale"} {
+			if v, ok := n.Kwarg(k); ok && v != nil {
+				kwargs[k] = v
+			}
+		}
+		if err := replaceNode(g, n, ir.CallFunction, HostSDPA, n.Args(), kwargs); err != nil {
+			return changed, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		changed++
+	}
+	return changed, nil
+}
+
+// geluKernel swaps exact GELU (the modules GELU and GELUActivation, the
+// gelu function without approximate="tanh") for the host function.
+func geluKernel(m *nn.Model, g *ir.Graph) (int, error) {
+	changed := 0
+	for _, n := range g.Nodes() {
+		isGELU := false
+		switch n.Op {
+		case ir.CallModule:
+			if mod, ok := m.Module(n.Target); ok {
+				isGELU = mod.TypeName() == "GELU" || mod.TypeName() == "GELUActivation"
+			}
+		case ir.CallFunction:
+			if n.Target == "gelu" {
+				approx, _ := n.Kwarg("approximate")
+				isGELU = approx == nil || strings.EqualFold(fmt.Sprint(approx), "none")
+			}
+		}
+		if !isGELU || len(n.Args()) != 1 {
+			continue
+		}
+		if _, ok := n.Arg(0).(*ir.Node); !ok {
+			continue
+		}
+		if err := replaceNode(g, n, ir.CallFunction, HostGELU, n.Args(), nil); err != nil {
+			return changed, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		changed++
+	}
+	return changed, nil
+}
+
+// mxint8Kernel replaces each QLinearPacked call by F.linear on weights
+// (and bias) dequantised on the host from the module's packed buffers.
+// The buffer reads and the dequantisations depend on parameters only, so
+// they are inserted after the graph's inputs, every buffer read first and
+// then every dequantisation: one graph break at the start of the graph
+// instead of one per layer.
+func mxint8Kernel(m *nn.Model, g *ir.Graph) (int, error) {
+	ph := g.Placeholders()
+	if len(ph) == 0 {
+		return 0, fmt.Errorf("graph has no inputs")
+	}
+	type packedParam struct {
+		layer  *ir.Node
+		param  string
+		numel  int
+		shape  []any
+		group  int
+		mw, ew *ir.Node // the buffer reads
+		out    *ir.Node // the dequantised tensor
+	}
+	var params []*packedParam
+	for _, n := range g.Nodes() {
+		if n.Op != ir.CallModule || len(n.Args()) != 1 {
+			continue
+		}
+		mod, _ := m.Module(n.Target)
+		l, ok := mod.(*mxint8.QLinearPacked)
+		if !ok {
+			continue
+		}
+		params = append(params, &packedParam{layer: n, param: "weight", numel: l.OutFeatures * l.InFeatures,
+			shape: []any{l.OutFeatures, l.InFeatures}, group: l.GroupSize})
+		if l.Bias {
+			params = append(params, &packedParam{layer: n, param: "bias", numel: l.OutFeatures, shape: []any{l.OutFeatures}, group: l.GroupSize})
+		}
+	}
+	if len(params) == 0 {
+		return 0, nil
+	}
+	// Inserting after the last input, in order: the buffer reads, then the
+	// dequantisations.
+	err := g.InsertingAfter(ph[len(ph)-1], func() error {
+		for _, p := range params {
+			base := ir.SanitizeName(p.layer.Target + "." + p.param)
+			var err error
+			if p.mw, err = g.AddNode(ir.GetAttr, base+mxint8.MantissasSuffix, p.layer.Target+"."+p.param+mxint8.MantissasSuffix, nil, nil); err != nil {
+				return err
+			}
+			if p.ew, err = g.AddNode(ir.GetAttr, base+mxint8.ExponentsSuffix, p.layer.Target+"."+p.param+mxint8.ExponentsSuffix, nil, nil); err != nil {
+				return err
+			}
+		}
+		for _, p := range params {
+			var err error
+			p.out, err = g.AddNode(ir.CallFunction, ir.SanitizeName(p.layer.Target+"."+p.param)+"_dequantized", HostMXInt8,
+				[]any{p.mw, p.ew, p.numel, p.group}, map[string]any{"shape": p.shape})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	changed := 0
+	for i, p := range params {
+		if p.param != "weight" {
+			continue
+		}
+		args := []any{p.layer.Arg(0), p.out}
+		if i+1 < len(params) && params[i+1].layer == p.layer {
+			args = append(args, params[i+1].out) // the bias
+		}
+		if err := replaceNode(g, p.layer, ir.CallFunction, "linear", args, nil); err != nil {
+			return changed, fmt.Errorf("%s: %w", p.layer.Name, err)
+		}
+		changed++
+	}
+	return changed, nil
+}

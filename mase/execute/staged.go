@@ -1,0 +1,377 @@
+package execute
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+// staged runs a MaseGraph as a sequence of stages, materialising the
+// tensors that pass between them. A stage is either a run of consecutive
+// nodes lowered together into one GoMLX executable (compiled the first
+// time the stage meets a set of input shapes, then cached) or a single
+// node run on the host by a HostFunction. Eager is the case of one node
+// per stage; Segmented groups every run of nodes between host nodes.
+type staged struct {
+	mg     *ir.Graph
+	m      *nn.Model
+	mode   Mode
+	be     compute.Backend
+	inputs []string
+	stages []*stage
+
+	mu    sync.Mutex
+	execs map[stageKey]*stageExec
+}
+
+// stage is one step of a staged run.
+type stage struct {
+	nodes []*ir.Node
+	host  HostFunction // non-nil: nodes is one call_function run on the host
+	// external lists the nodes outside the stage whose values it reads, in
+	// the order of first use; liveOut the stage's nodes read after it.
+	external []*ir.Node
+	liveOut  []*ir.Node
+}
+
+// stageKey identifies a stage's executable: the stage and its input
+// signature (the shapes of its tensor inputs, the values of its constant
+// ones).
+type stageKey struct {
+	stage *stage
+	sig   string
+}
+
+// stageExec is the executable of one stage for one input signature, with
+// what its build produced.
+type stageExec struct {
+	exec *model.Exec
+	// values holds, per liveOut node, its value with every tensor replaced
+	// by its outputIndex; nOutputs counts them (0: only constants).
+	values   []any
+	nOutputs int
+	built    bool
+}
+
+// outputIndex marks the place of the k-th flat output inside a value.
+type outputIndex int
+
+// newStaged checks mg and splits its nodes (placeholders and the output
+// aside) into stages with split, which returns the groups in graph order.
+func newStaged(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, split func(nodes []*ir.Node) [][]*ir.Node) (*staged, error) {
+	if err := mg.Lint(); err != nil {
+		return nil, err
+	}
+	s := &staged{mg: mg, m: m, mode: mode, be: be, execs: map[stageKey]*stageExec{}}
+	var body []*ir.Node
+	for _, n := range mg.Nodes() {
+		switch n.Op {
+		case ir.Placeholder:
+			s.inputs = append(s.inputs, n.Target)
+		case ir.Output:
+		default:
+			body = append(body, n)
+		}
+	}
+	if len(s.inputs) == 0 {
+		return nil, fmt.Errorf("graph has no placeholder inputs")
+	}
+	for _, group := range split(body) {
+		st := &stage{nodes: group}
+		if len(group) == 1 && group[0].Op == ir.CallFunction {
+			st.host, _ = HostFunctionFor(group[0].Target)
+		}
+		in := map[*ir.Node]bool{}
+		for _, n := range group {
+			in[n] = true
+		}
+		seen := map[*ir.Node]bool{}
+		for _, n := range group {
+			for _, x := range n.Inputs() {
+				if !in[x] && !seen[x] {
+					seen[x] = true
+					st.external = append(st.external, x)
+				}
+			}
+			for _, u := range n.Users() {
+				if !in[u] {
+					st.liveOut = append(st.liveOut, n)
+					break
+				}
+			}
+		}
+		s.stages = append(s.stages, st)
+	}
+	return s, nil
+}
+
+// isHostNode reports whether n runs on the host.
+func isHostNode(n *ir.Node) bool {
+	if n.Op != ir.CallFunction {
+		return false
+	}
+	_, ok := HostFunctionFor(n.Target)
+	return ok
+}
+
+// InputNames returns the graph's inputs.
+func (s *staged) InputNames() []string { return append([]string(nil), s.inputs...) }
+
+// Run executes the stages in order and returns the output tensors (one,
+// or one per element of an output tuple).
+func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	if err := checkNoExtraInputs(inputs, s.inputs); err != nil {
+		return nil, err
+	}
+	vals := map[*ir.Node]any{}
+	for _, p := range s.mg.Placeholders() {
+		t, ok := inputs[p.Target]
+		if !ok {
+			return nil, fmt.Errorf("missing input %q (the graph takes %v)", p.Target, s.inputs)
+		}
+		vals[p] = t
+	}
+	for _, st := range s.stages {
+		if err := s.runStage(st, vals); err != nil {
+			return nil, err
+		}
+	}
+	out := s.mg.OutputNode()
+	if out == nil {
+		return nil, fmt.Errorf("graph has no output node")
+	}
+	return flattenOutput(resolveArg(out.Args()[0], vals))
+}
+
+// runStage runs one stage and records the values of its liveOut nodes
+// (for a one-node stage, the node's value even when nothing reads it).
+func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
+	if st.host != nil {
+		n := st.nodes[0]
+		args := make([]any, 0, len(n.Args()))
+		for _, a := range n.Args() {
+			args = append(args, resolveArg(a, vals))
+		}
+		kwargs := map[string]any{}
+		for k, v := range n.Kwargs() {
+			kwargs[k] = resolveArg(v, vals)
+		}
+		v, err := st.host(args, kwargs)
+		if err != nil {
+			return fmt.Errorf("node %s (host function %s): %w", n.Name, n.Target, err)
+		}
+		vals[n] = v
+		return nil
+	}
+	ins, sig := tensorArgs(st.external, vals)
+	se, err := s.executable(st, sig, vals)
+	if err != nil {
+		return s.stageError(st, err)
+	}
+	if !se.built || se.nOutputs > 0 {
+		args := make([]any, len(ins))
+		for i, t := range ins {
+			args[i] = t
+		}
+		if len(args) == 0 {
+			args = []any{tensors.FromScalar(float32(0))}
+		}
+		outs, err := se.exec.Call(args...)
+		if err != nil {
+			return s.stageError(st, err)
+		}
+		if !se.built {
+			return s.stageError(st, fmt.Errorf("internal error: the executable was not built"))
+		}
+		if len(outs) < se.nOutputs {
+			return s.stageError(st, fmt.Errorf("got %d outputs, want %d", len(outs), se.nOutputs))
+		}
+		for i, n := range s.recorded(st) {
+			vals[n] = fillOutputs(se.values[i], outs)
+		}
+		return nil
+	}
+	for i, n := range s.recorded(st) {
+		vals[n] = se.values[i] // constants: nothing to execute
+	}
+	return nil
+}
+
+// recorded lists the nodes whose values a stage hands on: its liveOut
+// nodes, or its only node.
+func (s *staged) recorded(st *stage) []*ir.Node {
+	if len(st.nodes) == 1 {
+		return st.nodes
+	}
+	return st.liveOut
+}
+
+// stageError names the stage's node (one node) or its node range.
+func (s *staged) stageError(st *stage, err error) error {
+	first := st.nodes[0]
+	if len(st.nodes) == 1 {
+		return fmt.Errorf("node %s (%s %s): %w", first.Name, first.Op, first.Target, err)
+	}
+	return fmt.Errorf("segment %s … %s (%d nodes): %w", first.Name, st.nodes[len(st.nodes)-1].Name, len(st.nodes), err)
+}
+
+// flattenOutput turns the output node's value into its tensors.
+func flattenOutput(v any) ([]*tensors.Tensor, error) {
+	switch x := v.(type) {
+	case *tensors.Tensor:
+		return []*tensors.Tensor{x}, nil
+	case []any:
+		out := make([]*tensors.Tensor, len(x))
+		for i, e := range x {
+			t, ok := e.(*tensors.Tensor)
+			if !ok {
+				return nil, fmt.Errorf("output %d is %T, not a tensor", i, e)
+			}
+			out[i] = t
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("graph output is %T, want a tensor or a tuple of tensors", v)
+}
+
+// tensorArgs collects the tensors inside the values of nodes, in a fixed
+// order without repeats, and the signature of their shapes and of the
+// constants around them.
+func tensorArgs(nodes []*ir.Node, vals map[*ir.Node]any) (ts []*tensors.Tensor, sig string) {
+	var b strings.Builder
+	seen := map[*tensors.Tensor]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case *tensors.Tensor:
+			if !seen[x] {
+				seen[x] = true
+				ts = append(ts, x)
+				b.WriteString(x.Shape().String())
+				b.WriteByte(';')
+			}
+		case []any:
+			b.WriteByte('(')
+			for _, e := range x {
+				walk(e)
+			}
+			b.WriteByte(')')
+		default:
+			fmt.Fprintf(&b, "%v;", x)
+		}
+	}
+	for _, in := range nodes {
+		walk(vals[in])
+	}
+	return ts, b.String()
+}
+
+// mapLeaves returns v with every leaf (anything but a []any tuple,
+// which is copied element by element) replaced by f(leaf).
+func mapLeaves(v any, f func(leaf any) any) any {
+	if x, ok := v.([]any); ok {
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = mapLeaves(e, f)
+		}
+		return out
+	}
+	return f(v)
+}
+
+// fillOutputs replaces every outputIndex in value by its tensor.
+func fillOutputs(value any, outs []*tensors.Tensor) any {
+	return mapLeaves(value, func(leaf any) any {
+		if k, ok := leaf.(outputIndex); ok {
+			return outs[k]
+		}
+		return leaf
+	})
+}
+
+// executable returns the executable of stage st for input signature sig,
+// creating it on first use. Its graph function binds one graph parameter
+// per input tensor (in tensorArgs order), keeps the constant inputs as they
+// are in vals, lowers the stage's nodes in order and returns the tensors
+// of the recorded nodes' values.
+func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stageExec, error) {
+	key := stageKey{st, sig}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.execs[key]; ok {
+		return se, nil
+	}
+	se := &stageExec{}
+	inputVals := map[*ir.Node]any{}
+	for _, x := range st.external {
+		inputVals[x] = vals[x]
+	}
+	recorded := s.recorded(st)
+	fn := func(scope *model.Scope, params []*graph.Node) []*graph.Node {
+		g := params[0].Graph()
+		k := 0
+		bound := map[*tensors.Tensor]*graph.Node{}
+		toGraph := func(leaf any) any {
+			x, ok := leaf.(*tensors.Tensor)
+			if !ok {
+				return leaf
+			}
+			if p, ok := bound[x]; ok {
+				return p
+			}
+			p := params[k]
+			k++
+			bound[x] = p
+			return p
+		}
+		gvals := Values{}
+		for _, x := range st.external {
+			gvals[x] = mapLeaves(inputVals[x], toGraph)
+		}
+		for _, n := range st.nodes {
+			v, err := lowerNode(g, scope, s.m, n, gvals, nil, s.mode)
+			if err != nil {
+				if len(st.nodes) > 1 {
+					err = fmt.Errorf("node %s (%s %s): %w", n.Name, n.Op, n.Target, err)
+				}
+				panic(err)
+			}
+			gvals[n] = v
+		}
+		var outs []*graph.Node
+		se.values = make([]any, len(recorded))
+		for i, n := range recorded {
+			se.values[i] = mapLeaves(gvals[n], func(leaf any) any {
+				x, ok := leaf.(*graph.Node)
+				if !ok {
+					return leaf
+				}
+				outs = append(outs, x)
+				return outputIndex(len(outs) - 1)
+			})
+		}
+		se.nOutputs, se.built = len(outs), true
+		if len(outs) == 0 {
+			// Only constants: the graph still needs an output; the values
+			// are taken from the build, never from the execution.
+			outs = append(outs, graph.Scalar(g, dtypes.Float32, 0))
+		}
+		return outs
+	}
+	exec, err := model.NewExec(s.be, s.m.Store, fn)
+	if err != nil {
+		return nil, fmt.Errorf("creating the executor: %w", err)
+	}
+	se.exec = exec
+	s.execs[key] = se
+	return se, nil
+}
