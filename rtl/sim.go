@@ -55,7 +55,15 @@ func firstLine(prog string, arg string) string {
 type Testbench struct {
 	Top    string         // testbench module, one of Testbenches
 	Params map[string]int // overrides of the testbench module's parameters
+	// Trace builds the model with waveform tracing (Verilator --trace); each
+	// Run then passes +trace, and testbenches that support it
+	// (tb_skid_buffer, tb_fixed_relu) dump every signal to TraceFile in the
+	// run directory (Result.VCD; parse it with package rtl/vcd).
+	Trace bool
 }
+
+// TraceFile is the VCD file a traced testbench run writes in its directory.
+const TraceFile = "dump.vcd"
 
 // Build is a compiled testbench, ready to run any number of times.
 type Build struct {
@@ -74,6 +82,7 @@ type Result struct {
 	Mismatches []string      // the MISMATCH lines (the testbench prints the first 50)
 	Output     string        // everything the simulation printed
 	Duration   time.Duration // run time
+	VCD        string        // the waveform dump, when built with Trace and the testbench wrote one
 }
 
 // NewBuild compiles a testbench with the library into dir (created if
@@ -111,6 +120,9 @@ func (s *Simulator) NewBuild(ctx context.Context, tb Testbench, dir string) (*Bu
 			"--top-module", tb.Top, "-I" + src, "--Mdir", obj,
 			// an unoptimised C++ build: these models run for milliseconds
 			"-MAKEFLAGS", "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"}
+		if tb.Trace {
+			args = append(args, "--trace")
+		}
 		for _, k := range names {
 			args = append(args, fmt.Sprintf("-G%s=%d", k, tb.Params[k]))
 		}
@@ -156,12 +168,20 @@ func (b *Build) Run(ctx context.Context, files map[string][]byte, seed uint32) (
 		}
 	}
 	args := append(append([]string(nil), b.exe[1:]...), fmt.Sprintf("+seed=%d", seed))
+	if b.Trace {
+		args = append(args, "+trace")
+	}
 	cmd := exec.CommandContext(ctx, b.exe[0], args...)
 	cmd.Dir = run
 	start := time.Now()
 	out, runErr := cmd.CombinedOutput()
 	res := Parse(string(out))
 	res.Duration = time.Since(start)
+	if b.Trace {
+		if vcd := filepath.Join(run, TraceFile); fileExists(vcd) {
+			res.VCD = vcd
+		}
+	}
 	if res.Checks == 0 && !res.Passed && res.Failures == 0 {
 		return res, fmt.Errorf("rtl: %s printed no PASS/FAIL line (crash or timeout; exit: %v):\n%s", b.Top, runErr, tail(out, 4000))
 	}
@@ -234,6 +254,11 @@ func Lint(ctx context.Context, component string) error {
 		return fmt.Errorf("rtl: verilator --lint-only -Wall %s: %v\n%s", component, err, tail(out, 4000))
 	}
 	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func tail(b []byte, n int) string {

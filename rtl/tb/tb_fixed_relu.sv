@@ -6,6 +6,13 @@
 `timescale 1ns / 1ps
 module tb_fixed_relu;
   `include "tb_report.svh"
+  // Waveforms: +trace dumps every signal to dump.vcd (needs a model built
+  // with --trace; rtl.Testbench.Trace).
+  initial
+    if ($test$plusargs("trace")) begin
+      $dumpfile("dump.vcd");
+      $dumpvars(0, tb_fixed_relu);
+    end
   localparam int L = 4;
 
   logic clk = 0, rst = 0;

@@ -4,6 +4,13 @@
 `timescale 1ns / 1ps
 module tb_skid_buffer;
   `include "tb_report.svh"
+  // Waveforms: +trace dumps every signal to dump.vcd (needs a model built
+  // with --trace; rtl.Testbench.Trace).
+  initial
+    if ($test$plusargs("trace")) begin
+      $dumpfile("dump.vcd");
+      $dumpvars(0, tb_skid_buffer);
+    end
   localparam int W = 16;
   localparam int BEATS = 3000;
 
