@@ -47,6 +47,7 @@ func init() {
 		"scaled_dot_product_attention": sdpa,
 		"softmax":                      softmax,
 		"relu":                         unary("relu", nn.ReLUOp),
+		"leaky_relu":                   leakyReLU,
 		"tanh":                         unary("tanh", graph.Tanh),
 		"gelu":                         unary("gelu", nn.GELUOp),
 		"sigmoid":                      unary("sigmoid", graph.Sigmoid),
@@ -69,6 +70,7 @@ func init() {
 		"contiguous": unary("contiguous", func(x *graph.Node) *graph.Node { return x }),
 		"unsqueeze":  unsqueeze,
 		"relu":       functions["relu"],
+		"leaky_relu": leakyReLU,
 		"tanh":       functions["tanh"],
 		"softmax":    softmax,
 		"flatten":    flatten,
@@ -563,6 +565,35 @@ func trainCall(c *opCtx) *nn.Call {
 	return &nn.Call{Graph: c.g, Scope: c.scope, Training: c.mode.Training, Random: func(dims ...int) *graph.Node {
 		return store.RandomUniform(c.g, shapes.Make(dtypes.Float32, dims...))
 	}}
+}
+
+// leakyReLU is torch's F.leaky_relu(input, negative_slope=0.01,
+// inplace=False) and the tensor method x.leaky_relu(negative_slope): the
+// slope comes positionally or by keyword; inplace changes nothing here.
+func leakyReLU(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+	x, err := node("leaky_relu", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	slope := nn.DefaultNegativeSlope
+	v, ok := kwargs["negative_slope"]
+	if len(args) > 1 {
+		if ok {
+			return nil, fmt.Errorf("leaky_relu: negative_slope given both positionally and by keyword")
+		}
+		v, ok = args[1], true
+	}
+	if ok {
+		if slope, err = floatArg("leaky_relu: negative_slope", v); err != nil {
+			return nil, err
+		}
+	}
+	for k := range kwargs {
+		if k != "negative_slope" && k != "inplace" {
+			return nil, fmt.Errorf("leaky_relu: unknown keyword %q (allowed: negative_slope, inplace)", k)
+		}
+	}
+	return nn.LeakyReLUOp(x, slope), nil
 }
 
 // linearFn is torch's F.linear(input, weight, bias=None): x Wᵀ + b with W

@@ -30,6 +30,7 @@ func init() {
 	RegisterModuleKind("ReLU", func() Module { return NewReLU() })
 	RegisterModuleKind("Tanh", func() Module { return NewTanh() })
 	RegisterModuleKind("Identity", func() Module { return NewIdentity() })
+	RegisterModuleKind("LeakyReLU", func() Module { return NewLeakyReLU(DefaultNegativeSlope) })
 }
 
 // RegisterModuleKind makes a leaf module kind serialisable: newModule

@@ -23,17 +23,20 @@ const (
 // moduleOps maps a module class to (mase_type, mase_op), as MASE's
 // operator inference does for call_module nodes.
 var moduleOps = map[string][2]string{
-	"Linear":           {TypeModuleRelatedFunc, "linear"},
-	"ReLU":             {TypeModuleRelatedFunc, "relu"},
-	"Tanh":             {TypeModuleRelatedFunc, "tanh"},
-	"GELU":             {TypeModuleRelatedFunc, "gelu"},
-	"GELUActivation":   {TypeModuleRelatedFunc, "gelu"},
-	"Sigmoid":          {TypeModuleRelatedFunc, "sigmoid"},
-	"Softmax":          {TypeModuleRelatedFunc, "softmax"},
-	"SiLU":             {TypeModuleRelatedFunc, "silu"},
-	"ELU":              {TypeModuleRelatedFunc, "elu"},
-	"SELU":             {TypeModuleRelatedFunc, "selu"},
-	"ReLU6":            {TypeModuleRelatedFunc, "relu6"},
+	"Linear":         {TypeModuleRelatedFunc, "linear"},
+	"ReLU":           {TypeModuleRelatedFunc, "relu"},
+	"Tanh":           {TypeModuleRelatedFunc, "tanh"},
+	"GELU":           {TypeModuleRelatedFunc, "gelu"},
+	"GELUActivation": {TypeModuleRelatedFunc, "gelu"},
+	"Sigmoid":        {TypeModuleRelatedFunc, "sigmoid"},
+	"Softmax":        {TypeModuleRelatedFunc, "softmax"},
+	"SiLU":           {TypeModuleRelatedFunc, "silu"},
+	"ELU":            {TypeModuleRelatedFunc, "elu"},
+	"SELU":           {TypeModuleRelatedFunc, "selu"},
+	"ReLU6":          {TypeModuleRelatedFunc, "relu6"},
+	// LeakyReLU is not in MASE's table (its add_common_metadata rejects
+	// nn.LeakyReLU); gomase names it as the Lab 4 extension task needs.
+	"LeakyReLU":        {TypeModuleRelatedFunc, "leaky_relu"},
 	"Hardtanh":         {TypeModuleRelatedFunc, "hardtanh"},
 	"Hardswish":        {TypeModuleRelatedFunc, "hardswish"},
 	"Hardsigmoid":      {TypeModuleRelatedFunc, "hardsigmoid"},
@@ -70,6 +73,8 @@ type OpTyper interface {
 }
 
 // The three function lists of MASE, matched by longest substring.
+// leaky_relu is gomase's addition (MASE rejects F.leaky_relu); without it
+// the longest match would be "relu".
 var (
 	implicitFuncs = strings.Fields(`size view to bool int flatten squeeze unsqueeze transpose permute reshape
 		contiguous dropout eq ne gemm ge where _assert getattr long type_as clamp abs stack cast shape gather
@@ -77,7 +82,7 @@ var (
 		cumsum flip repeat`)
 	moduleRelatedFuncs = strings.Fields(`adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool1d
 		adaptive_max_pool2d avg_pool1d avg_pool2d batch_norm conv1d conv2d layer_norm linear max_pool1d
-		max_pool2d relu identity hardshrink silu elu sigmoid softshrink logsigmoid softmax selu tanh gelu
+		max_pool2d relu leaky_relu identity hardshrink silu elu sigmoid softshrink logsigmoid softmax selu tanh gelu
 		softplus softsign`)
 	builtinFuncs = strings.Fields(`mul baddbmm addmm sub add matmul bmm mean pow sqrt div softmax max cumsum
 		erf sin cos tan sinh cosh tanh greater gt less le lt sigmoid not min neg log arange range gelu

@@ -27,6 +27,19 @@ import (
 // gomase does not quantize (add, matmul, gelu, ...) is an error instead of
 // a silent skip. A LoRALinear must be fused (FuseLoRA) first.
 //
+// Activations: a relu or leaky_relu node (function, method or module)
+// whose config is a fixed-point one (name "integer" or "fixed") gets the
+// fixed-point type and [width, frac_width] precision on its data_in_0
+// (data_in_width, data_in_frac_width) and data_out_0 (data_out_width,
+// data_out_frac_width when given, else data_in's), as MASE's
+// update_quant_meta_param writes them for relu; its other config keys
+// (weight_*, bias_*, floor) are ignored, so the lab's by-type default
+// config covers fc1 and relu alike. Unlike MASE, which swaps in
+// relu_integer (round to the input format, then ReLU), the float
+// computation is left as it is: the activation's format is metadata for
+// the hardware path (AddHardwareMetadata), whose bit-exact model is
+// package rtl's. A non-fixed-point format for an activation is an error.
+//
 // It returns {"quantized": [module paths], "types": {class: count}}.
 func QuantizeTransform(mg *mase.MaseGraph, args QuantizeArgs) (*mase.MaseGraph, Info, error) {
 	if err := args.Validate(); err != nil {
@@ -38,6 +51,7 @@ func QuantizeTransform(mg *mase.MaseGraph, args QuantizeArgs) (*mase.MaseGraph, 
 		config quant.LinearConfig
 	}
 	var jobs []job
+	var acts []activationJob
 	done := map[string]bool{}
 	for _, n := range mg.Graph.Nodes() {
 		if n.Op != ir.CallModule && n.Op != ir.CallFunction {
@@ -56,8 +70,16 @@ func QuantizeTransform(mg *mase.MaseGraph, args QuantizeArgs) (*mase.MaseGraph, 
 		if format == "" {
 			continue
 		}
+		if slices.Contains(quantizedActivations, op) {
+			aj, err := parseActivationConfig(n, op, key, format, cfg)
+			if err != nil {
+				return nil, nil, fmt.Errorf("quantize: %w", err)
+			}
+			acts = append(acts, aj)
+			continue
+		}
 		if n.Op != ir.CallModule || op != "linear" {
-			return nil, nil, fmt.Errorf("quantize: node %s (op %s) gets entry %q with format %q, but gomase quantizes only linear modules "+
+			return nil, nil, fmt.Errorf("quantize: node %s (op %s) gets entry %q with format %q, but gomase quantizes only linear modules and relu/leaky_relu activations "+
 				"(give that entry the name None, or restrict it with by: name / regex_name)", n.Name, op, key, format)
 		}
 		if done[n.Target] {
@@ -94,7 +116,102 @@ func QuantizeTransform(mg *mase.MaseGraph, args QuantizeArgs) (*mase.MaseGraph, 
 		quantized = append(quantized, n.Target)
 		types[j.module.TypeName()]++
 	}
-	return mg, Info{"quantized": quantized, "types": types}, nil
+	var activations []string
+	for _, a := range acts {
+		a.apply()
+		Logger.Info(fmt.Sprintf("Quantized activation %s (%s) to fixed point %v -> %v.", a.node.Name, a.op, a.in, a.out))
+		activations = append(activations, a.node.Name)
+	}
+	return mg, Info{"quantized": quantized, "types": types, "activations": activations}, nil
+}
+
+// quantizedActivations are the activation ops QuantizeTransform gives a
+// fixed-point format (metadata only; see QuantizeTransform).
+var quantizedActivations = []string{"relu", "leaky_relu"}
+
+// activationJob is the fixed-point format of one activation node.
+type activationJob struct {
+	node    *ir.Node
+	op      string
+	typ     string
+	in, out []int
+}
+
+// apply writes the format into the node's common metadata.
+func (a activationJob) apply() {
+	if a.node.Meta == nil {
+		return
+	}
+	if d := a.node.Meta.Common.Args.Get("data_in_0"); d != nil {
+		d.Type, d.Precision = a.typ, slices.Clone(a.in)
+	}
+	if d := a.node.Meta.Common.Results.Get("data_out_0"); d != nil {
+		d.Type, d.Precision = a.typ, slices.Clone(a.out)
+	}
+}
+
+// parseActivationConfig reads the fixed-point format of a relu/leaky_relu
+// node from its config: data_in_width and data_in_frac_width (required),
+// data_out_width and data_out_frac_width (optional, together).
+func parseActivationConfig(n *ir.Node, op, key, format string, cfg map[string]any) (activationJob, error) {
+	if format != quant.Integer && format != quant.Fixed {
+		return activationJob{}, fmt.Errorf("node %s (op %s) gets entry %q with format %q, but gomase quantizes activations only to fixed point "+
+			"(name integer or fixed; give that entry the name None, or restrict it with by: name / regex_name)", n.Name, op, key, format)
+	}
+	get := func(k string) (int, bool, error) {
+		v, ok := cfg[k]
+		if !ok || v == nil {
+			return 0, false, nil
+		}
+		var i int
+		switch x := v.(type) {
+		case int:
+			i = x
+		case int64:
+			i = int(x)
+		case float64:
+			if x != float64(int(x)) {
+				return 0, true, fmt.Errorf("node %s (entry %q): %s is %v, want an integer", n.Name, key, k, v)
+			}
+			i = int(x)
+		default:
+			return 0, true, fmt.Errorf("node %s (entry %q): %s is %T, want an integer", n.Name, key, k, v)
+		}
+		return i, true, nil
+	}
+	pair := func(prefix string, required bool) ([]int, error) {
+		w, okW, err := get(prefix + "_width")
+		if err != nil {
+			return nil, err
+		}
+		f, okF, err := get(prefix + "_frac_width")
+		if err != nil {
+			return nil, err
+		}
+		if !okW && !okF && !required {
+			return nil, nil
+		}
+		if !okW || !okF {
+			return nil, fmt.Errorf("node %s (op %s, entry %q): a fixed-point activation needs %s_width and %s_frac_width", n.Name, op, key, prefix, prefix)
+		}
+		if w < 1 || w > 64 || f < 0 || f >= w {
+			return nil, fmt.Errorf("node %s (op %s, entry %q): %s_width %d, %s_frac_width %d (allowed: 1 ≤ width ≤ 64, 0 ≤ frac_width < width)",
+				n.Name, op, key, prefix, w, prefix, f)
+		}
+		return []int{w, f}, nil
+	}
+	in, err := pair("data_in", true)
+	if err != nil {
+		return activationJob{}, err
+	}
+	out, err := pair("data_out", false)
+	if err != nil {
+		return activationJob{}, err
+	}
+	if out == nil {
+		out = in
+	}
+	return activationJob{node: n, op: op, typ: format, in: in, out: out}, nil
 }
 
 // nodeOp is the node's mase_op: from its metadata when present, else

@@ -49,9 +49,10 @@ type QuantizeEntry struct {
 var quantizeBy = []string{"type", "name", "regex_name"}
 
 // QuantizeableOps are the mase_op values MASE's pass considers
-// (QUANTIZEABLE_OP). gomase replaces linear nodes; a non-empty config for
-// any other op is an error rather than a silent no-op.
-var QuantizeableOps = []string{"add", "bmm", "conv1d", "conv2d", "convtranspose2d", "matmul", "mul", "linear", "relu", "sub",
+// (QUANTIZEABLE_OP), plus gomase's leaky_relu. gomase replaces linear
+// nodes and gives relu/leaky_relu a fixed-point format; a non-empty config
+// for any other op is an error rather than a silent no-op.
+var QuantizeableOps = []string{"add", "bmm", "conv1d", "conv2d", "convtranspose2d", "matmul", "mul", "linear", "relu", "leaky_relu", "sub",
 	"batch_norm2d", "layer_norm", "group_norm", "instance_norm2d", "rms_norm", "selu", "tanh", "gelu", "softsign", "softplus",
 	"grouped_query_attention"}
 
