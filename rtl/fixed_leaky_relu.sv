@@ -46,7 +46,9 @@ module fixed_leaky_relu #(
   localparam int IN_W = DATA_IN_0_PRECISION_0;
   localparam int S_W = NEGATIVE_SLOPE_PRECISION_0;
   localparam int S_F = NEGATIVE_SLOPE_PRECISION_1;
-  localparam int PROD_W = IN_W + S_W;  // exact signed product
+  // Exact for both branches: x·slope needs IN_W + S_W bits, x <<< S_F needs
+  // IN_W + S_F (the slope may have more fraction bits than its width).
+  localparam int PROD_W = IN_W + ((S_W > S_F) ? S_W : S_F);
   localparam logic signed [S_W-1:0] SLOPE = S_W'(NEGATIVE_SLOPE_VALUE);
 
 `ifndef SYNTHESIS
