@@ -14,6 +14,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/quant"
 )
 
 // opCtx is what a function or method lowering gets besides its arguments.
@@ -108,15 +109,8 @@ func node(name string, args []any, i int) (*graph.Node, error) {
 }
 
 func intArg(name string, v any) (int, error) {
-	switch x := v.(type) {
-	case int:
-		return x, nil
-	case int64:
-		return int(x), nil
-	case float64:
-		if x == math.Trunc(x) {
-			return int(x), nil
-		}
+	if n, ok := quant.AsInt(v); ok {
+		return n, nil
 	}
 	return 0, fmt.Errorf("%s: want an integer, got %v (%T)", name, v, v)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/quant"
 )
 
 // AddHardwareMetadataPass is MASE's name of AddHardwareMetadata, the key of
@@ -57,15 +58,8 @@ func (a HardwareArgs) maxParallelism() ([]int, error) {
 func ParseHardwareArgs(m map[string]any) (HardwareArgs, error) {
 	var a HardwareArgs
 	toInt := func(key string, v any) (int, error) {
-		switch x := v.(type) {
-		case int:
-			return x, nil
-		case int64:
-			return int(x), nil
-		case float64:
-			if x == math.Trunc(x) {
-				return int(x), nil
-			}
+		if n, ok := quant.AsInt(v); ok {
+			return n, nil
 		}
 		return 0, fmt.Errorf("add_hardware_metadata: %s: %v (%T) is not an integer", key, v, v)
 	}

@@ -391,7 +391,7 @@ func (r *reader) int(key string, required bool) int {
 	if !ok {
 		return 0
 	}
-	n, ok := toInt(v)
+	n, ok := AsInt(v)
 	if !ok {
 		r.fail(key, "%s is not an integer (allowed: an integer)", describe(v))
 	}
@@ -444,7 +444,7 @@ func (r *reader) bias(key string) *int {
 	if !ok || v == nil || v == "none" || v == "None" {
 		return nil
 	}
-	n, ok := toInt(v)
+	n, ok := AsInt(v)
 	if !ok {
 		r.fail(key, `%s is not an integer (allowed: an integer, or None for the default bias)`, describe(v))
 		return nil
@@ -458,7 +458,7 @@ func (r *reader) block(key string) []int {
 	if !ok {
 		return nil
 	}
-	if n, ok := toInt(v); ok {
+	if n, ok := AsInt(v); ok {
 		return []int{n}
 	}
 	var items []any
@@ -481,7 +481,7 @@ func (r *reader) block(key string) []int {
 	}
 	out := make([]int, len(items))
 	for i, it := range items {
-		n, ok := toInt(it)
+		n, ok := AsInt(it)
 		if !ok {
 			r.fail(key, "entry %d, %s, is not an integer (allowed: a list of integers, e.g. [1, 16])", i, describe(it))
 			return nil
@@ -505,8 +505,10 @@ func (r *reader) stat(key string) *float64 {
 	return &f
 }
 
-// toInt accepts Go integers and integral floats (JSON numbers).
-func toInt(v any) (int, bool) {
+// AsInt accepts Go integers and integral floats (JSON numbers) that fit
+// an int32; ok is false for anything else. Pass and op arguments that
+// come from JSON or TOML use it.
+func AsInt(v any) (n int, ok bool) {
 	switch n := v.(type) {
 	case int:
 		return n, true
@@ -529,7 +531,7 @@ func toInt(v any) (int, bool) {
 	case uint:
 		return intIn(float64(n), n <= math.MaxInt32)
 	case float32:
-		return toInt(float64(n))
+		return AsInt(float64(n))
 	case float64:
 		if n != math.Trunc(n) || math.Abs(n) > 1<<31 {
 			return 0, false
@@ -537,10 +539,10 @@ func toInt(v any) (int, bool) {
 		return int(n), true
 	case json.Number:
 		if i, err := n.Int64(); err == nil {
-			return toInt(i)
+			return AsInt(i)
 		}
 		if f, err := n.Float64(); err == nil {
-			return toInt(f)
+			return AsInt(f)
 		}
 	}
 	return 0, false
@@ -559,7 +561,7 @@ func toBool(v any) (bool, bool) {
 	if b, ok := v.(bool); ok {
 		return b, true
 	}
-	if n, ok := toInt(v); ok && (n == 0 || n == 1) {
+	if n, ok := AsInt(v); ok && (n == 0 || n == 1) {
 		return n == 1, true
 	}
 	return false, false
@@ -578,7 +580,7 @@ func toFloat(v any) (float64, bool) {
 	case bool:
 		return 0, false
 	}
-	if i, ok := toInt(v); ok {
+	if i, ok := AsInt(v); ok {
 		return float64(i), true
 	}
 	return 0, false
