@@ -2,7 +2,8 @@
 // valid/ready interface (the BRAM sources of MASE's emit_bram pass).
 //
 // The ROM has DEPTH = ceil(T0/P0) * ceil(T1/P1) words of P0*P1 elements of
-// PRECISION_0 bits, loaded with $readmemh from INIT_FILE. A file line is one
+// PRECISION_0 bits, loaded with $readmemh from INIT_FILE (relative names
+// resolve against the simulator's or Yosys's directory). A file line is one
 // word written as in MASE's *_rom.dat: element 0 of the beat leftmost (most
 // significant), each element as PRECISION_0/4 hex digits (two's complement).
 // Element e of a word comes out on lane data_out[e] (MASE's own source puts
@@ -16,7 +17,7 @@ module fixed_param_source #(
     parameter int    TENSOR_SIZE_DIM_1 = 8,
     parameter int    PARALLELISM_DIM_0 = 4,
     parameter int    PARALLELISM_DIM_1 = 4,
-    parameter string INIT_FILE         = "param_rom.dat"
+    parameter string INIT_FILE         = ""
 ) (
     input  logic                   clk,
     input  logic                   rst,
@@ -30,11 +31,21 @@ module fixed_param_source #(
   localparam int AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
   localparam int WORD_W = LANES * PRECISION_0;
 
+  // Written only by $readmemh, which lint does not count as a driver
+  // (and not at all without INIT_FILE).
+  /* verilator lint_off UNDRIVEN */
   logic [WORD_W-1:0] rom[DEPTH];
+  /* verilator lint_on UNDRIVEN */
   logic [WORD_W-1:0] word;
   logic [    AW-1:0] addr;
 
-  initial $readmemh(INIT_FILE, rom);
+  // No file: the ROM is left uninitialised (an instance always names one;
+  // a default file would be opened even for the unused default module).
+  generate
+    if (INIT_FILE != "") begin : g_init
+      initial $readmemh(INIT_FILE, rom);
+    end
+  endgenerate
 
   always_ff @(posedge clk) begin
     if (rst) begin

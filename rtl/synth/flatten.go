@@ -8,8 +8,12 @@ import (
 
 // arrayDecl matches a declaration of an unpacked array of packed vectors
 // written in the library's style, `logic [signed] [W-1:0] name [N-1:0]`,
-// as an ANSI port or as a module-level or generate-block variable.
-var arrayDecl = regexp.MustCompile(`(?m)^(\s*(?:(?:input|output)\s+)?logic\s+)(signed\s+)?\[\s*([^\]:]+?)\s*-\s*1\s*:\s*0\s*\](\s*)(\w+)(\s*)\[\s*([^\]:]+?)\s*-\s*1\s*:\s*0\s*\]`)
+// as an ANSI port (`logic` may be left out there, as emitted top levels
+// do) or as a module-level or generate-block variable.
+var arrayDecl = regexp.MustCompile(`(?m)^(\s*(?:(?:input|output)\s+(?:logic\s+|wire\s+)?|logic\s+))(signed\s+)?\[\s*([^\]:]+?)\s*-\s*1\s*:\s*0\s*\](\s*)(\w+)(\s*)\[\s*([^\]:]+?)\s*-\s*1\s*:\s*0\s*\]`)
+
+// stringParam matches a `parameter string` declaration's type.
+var stringParam = regexp.MustCompile(`\bparameter\s+string\s+`)
 
 type flatArray struct {
 	name, width string
@@ -28,6 +32,9 @@ type flatArray struct {
 // The rewrite is textual and relies on the library's coding style; names of
 // arrays must be unique within a file.
 func flattenArrays(src string) (string, error) {
+	// Yosys 0.23 has no string-typed parameters; an untyped one holds the
+	// same string.
+	src = stringParam.ReplaceAllString(src, "parameter ")
 	var arrays []flatArray
 	out := arrayDecl.ReplaceAllStringFunc(src, func(m string) string {
 		g := arrayDecl.FindStringSubmatch(m)

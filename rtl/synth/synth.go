@@ -54,6 +54,10 @@ type Design struct {
 	// the top is or that the sources name (package rtl) are added with their
 	// dependencies, so a design made of them needs no more.
 	Sources map[string]string
+	// Dir, when set, is where Yosys runs, so that file names the sources
+	// read while elaborating ($readmemh ROM files) resolve against it, as
+	// they do for the simulator. Nothing is written there.
+	Dir string
 }
 
 // Options tune the synthesis run.
@@ -164,7 +168,7 @@ func Run(ctx context.Context, d Design, opts Options) (*Stats, error) {
 
 	var script strings.Builder
 	for _, f := range files {
-		fmt.Fprintf(&script, "read_verilog -sv %s\n", filepath.Base(f))
+		fmt.Fprintf(&script, "read_verilog -sv %s\n", f)
 	}
 	params := make([]string, 0, len(d.Params))
 	for p := range d.Params {
@@ -176,12 +180,15 @@ func Run(ctx context.Context, d Design, opts Options) (*Stats, error) {
 	}
 	fmt.Fprintf(&script, "hierarchy -check -top %s\n", d.Top)
 	fmt.Fprintf(&script, "synth -flatten -top %s -lut %d\n", d.Top, k)
-	script.WriteString("tee -q -o stat.json stat -json\n")
+	fmt.Fprintf(&script, "tee -q -o %s stat -json\n", filepath.Join(dir, "stat.json"))
 	if err := os.WriteFile(filepath.Join(dir, "synth.ys"), []byte(script.String()), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, yosys, "-s", "synth.ys")
+	cmd := exec.CommandContext(ctx, yosys, "-s", filepath.Join(dir, "synth.ys"))
 	cmd.Dir = dir
+	if d.Dir != "" {
+		cmd.Dir = d.Dir
+	}
 	out, runErr := cmd.CombinedOutput()
 	if runErr != nil {
 		return nil, fmt.Errorf("synth: yosys on %s failed (%v): %s", d.Top, runErr, yosysErrors(out))

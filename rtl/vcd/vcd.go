@@ -455,9 +455,13 @@ func (p *parser) variable(t token, body []token) error {
 	}
 	ref := join(body[3:])
 	sig := &Signal{Kind: body[0].text, Width: width, ID: body[2].text, MSB: width - 1}
-	if i := strings.IndexByte(ref, '['); i >= 0 {
+	// The reference is a name, then optionally a bit range or a bit
+	// select in brackets. The name itself may hold array indices, as
+	// Verilator writes elements of unpacked arrays: "held[0] [7:0]".
+	// Only the last bracket group can be the range.
+	if i := strings.LastIndexByte(ref, '['); i >= 0 {
 		rng := strings.TrimSpace(ref[i:])
-		ref = strings.TrimSpace(ref[:i])
+		name := strings.TrimSpace(ref[:i])
 		if !strings.HasSuffix(rng, "]") {
 			return p.errf(t.line, "bad range %q", rng)
 		}
@@ -469,13 +473,20 @@ func (p *parser) variable(t token, body []token) error {
 		if isRange {
 			lsb, err2 = strconv.Atoi(lo)
 		}
-		if err1 != nil || err2 != nil {
+		switch {
+		case err1 != nil || err2 != nil || name == "":
 			return p.errf(t.line, "bad range %q", rng)
-		}
-		sig.MSB, sig.LSB = msb, lsb
-		if !isRange {
-			// a bit select names one bit of a vector: keep it in the name
-			ref = ref + rng
+		case isRange:
+			sig.MSB, sig.LSB = msb, lsb
+			ref = name
+		default:
+			// A single index: a bit select of a vector (kept in the
+			// name) or an array element; the signal's bits are its own.
+			sig.MSB, sig.LSB = msb, msb
+			if width > 1 {
+				sig.MSB, sig.LSB = width-1, 0
+			}
+			ref = name + rng
 		}
 	}
 	if sig.Real() {

@@ -138,3 +138,40 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestArrayElementReferences reads Verilator's declarations of unpacked
+// array elements: the index is part of the name, the range follows.
+func TestArrayElementReferences(t *testing.T) {
+	src := `$timescale 1ps $end
+$scope module top $end
+$var wire 8 ! held[0] [7:0] $end
+$var wire 8 " held[1] [7:0] $end
+$var wire 1 # flags [2] $end
+$upscope $end
+$enddefinitions $end
+#0
+b00000101 !
+b11111111 "
+1#
+`
+	d, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0, h1, f := d.Signal("top.held[0]"), d.Signal("top.held[1]"), d.Signal("top.flags[2]")
+	if h0 == nil || h1 == nil || f == nil {
+		t.Fatalf("signals %v", d.Signals)
+	}
+	if h0.Width != 8 || h0.MSB != 7 || h0.LSB != 0 {
+		t.Errorf("held[0]: width %d [%d:%d]", h0.Width, h0.MSB, h0.LSB)
+	}
+	if v, _ := h1.Int(0); v != -1 {
+		t.Errorf("held[1] = %d, want -1", v)
+	}
+	if v, _ := h0.Uint(0); v != 5 {
+		t.Errorf("held[0] = %d, want 5", v)
+	}
+	if f.MSB != 2 || f.LSB != 2 {
+		t.Errorf("flags[2]: [%d:%d]", f.MSB, f.LSB)
+	}
+}
