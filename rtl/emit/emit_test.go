@@ -126,7 +126,9 @@ func TestReferenceItem39(t *testing.T) {
 
 // TestSimulateLabMLP simulates the lab's design at full rate (no stalls).
 func TestSimulateLabMLP(t *testing.T) {
-	dir := t.TempDir()
+	// A directory relative to the working directory, as `mase sim d` gets.
+	t.Chdir(t.TempDir())
+	dir := "design"
 	if _, err := emit.Verilog(labMLP(t, 4), dir, emit.Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,12 @@ func (r *SimResult) OK() bool {
 // every output element bit for bit with Design.Reference (the rtl integer
 // models: floor rounding, saturation).
 func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, error) {
+	// The simulator runs in a subdirectory: every path it is given must
+	// not depend on the working directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	d, err := LoadDesign(dir)
 	if err != nil {
 		return nil, err
