@@ -36,7 +36,8 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [--check-svg] [-v] [NOTEBOOK.ipynb...]")
 		fmt.Fprintln(stderr, "Runs the notebooks (default: notebooks/*.ipynb of the gomase repository) headless with")
-		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html.")
+		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html,")
+		fmt.Fprintln(stderr, "then DIR/index.html linking the reports with the run's date, machine, backend, mode and wall times.")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the notebooks.
@@ -83,6 +84,7 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	run := labs.DescribeRun(root, *quick)
 	results, err := labs.Run(ctx, notebooks, opts)
 	if err != nil {
 		return err
@@ -114,6 +116,15 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "%s: %v\n", r.Name, r.Err)
 		}
 	}
+	outDir := *out
+	if outDir == "" {
+		outDir = "reports"
+	}
+	index, err := labs.WriteIndex(outDir, results, run)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "index: %s\n", index)
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}

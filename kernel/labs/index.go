@@ -1,0 +1,144 @@
+package labs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"html/template"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// IndexInfo describes one `mase labs` run for its index page.
+type IndexInfo struct {
+	// Started is when the run began.
+	Started time.Time
+	// Quick is whether the notebooks ran in quick mode.
+	Quick bool
+	// Machine, Backend and Commit describe where and what ran; see
+	// DescribeRun for how they are found.
+	Machine, Backend, Commit string
+}
+
+// DescribeRun fills an IndexInfo for a run started now in the checkout at
+// root: the machine (host name, CPU model, cores, OS), the GoMLX backend
+// the notebooks get (GOMLX_BACKEND as the kernelspec sets it, "go" when
+// unset) and the checkout's commit (git, "unknown" without it).
+func DescribeRun(root string, quick bool) IndexInfo {
+	host, _ := os.Hostname()
+	machine := fmt.Sprintf("%s, %d cores, %s/%s", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	if host != "" {
+		machine = host + ": " + machine
+	}
+	backend := os.Getenv("GOMLX_BACKEND")
+	if backend == "" {
+		backend = "go"
+	}
+	commit := "unknown"
+	if out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+	}
+	return IndexInfo{Started: time.Now(), Quick: quick, Machine: machine, Backend: backend, Commit: commit}
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo, or the
+// architecture where there is none.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// indexRow is one notebook on the index page.
+type indexRow struct {
+	Name, Title, Status, Time, Link, Error string
+	OK                                     bool
+}
+
+// WriteIndex writes index.html into dir: one line per result with the
+// notebook's title, status, wall time and a link to its report, under the
+// run's date, machine, backend, commit and mode. The page is
+// self-contained (inline style, no script, no remote resource). It
+// returns the page's path.
+func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
+	var rows []indexRow
+	var total time.Duration
+	failed := 0
+	for _, r := range results {
+		row := indexRow{Name: r.Name, Title: r.Name, Status: "OK", OK: r.OK(), Time: formatDuration(r.Duration)}
+		total += r.Duration
+		if nb, err := ReadNotebook(r.Notebook); err == nil {
+			row.Title = notebookTitle(nb, r.Name)
+		}
+		if r.Report != "" {
+			if rel, err := filepath.Rel(dir, r.Report); err == nil {
+				row.Link = filepath.ToSlash(rel)
+			}
+		}
+		if !r.OK() {
+			failed++
+			row.Status = "FAILED"
+			row.Error = firstLine(StripANSI(r.Err.Error()))
+		}
+		rows = append(rows, row)
+	}
+	mode := "full"
+	if info.Quick {
+		mode = "quick (GOMASE_QUICK=1)"
+	}
+	var buf bytes.Buffer
+	err := indexPage.Execute(&buf, map[string]any{
+		"Date":    info.Started.Format("2006-01-02 15:04 MST"),
+		"Machine": info.Machine, "Backend": info.Backend, "Commit": info.Commit, "Mode": mode,
+		"Rows": rows, "Total": formatDuration(total), "Failed": failed, "Count": len(rows),
+	})
+	if err != nil {
+		return "", fmt.Errorf("index page: %w", err)
+	}
+	if err := CheckOffline(buf.String()); err != nil {
+		return "", fmt.Errorf("index page: %w", err)
+	}
+	path := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("writing the index page: %w", err)
+	}
+	return path, nil
+}
+
+var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>gomase lab reports</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:.4rem .6rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.ok{color:#176317;font-weight:600}.failed{color:#a11;font-weight:600}
+dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}.err{font-size:.85em;color:#a11}
+</style></head><body>
+<h1>gomase lab reports</h1>
+<dl>
+<dt>run</dt><dd>{{.Date}}</dd>
+<dt>machine</dt><dd>{{.Machine}}</dd>
+<dt>backend</dt><dd>{{.Backend}}</dd>
+<dt>mode</dt><dd>{{.Mode}}</dd>
+<dt>commit</dt><dd>{{.Commit}}</dd>
+<dt>wall time</dt><dd>{{.Total}} for {{.Count}} notebook(s){{if .Failed}}, {{.Failed}} failed{{end}}</dd>
+</dl>
+<table>
+<tr><th>notebook</th><th>title</th><th>status</th><th>wall time</th></tr>
+{{range .Rows}}<tr><td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Title}}</td><td class="{{if .OK}}ok{{else}}failed{{end}}">{{.Status}}{{if .Error}}<div class="err">{{.Error}}</div>{{end}}</td><td>{{.Time}}</td></tr>
+{{end}}</table>
+</body></html>
+`))

@@ -1,0 +1,55 @@
+package labs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteIndex(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.ipynb")
+	nb := `{"cells":[{"cell_type":"markdown","metadata":{},"source":["# Lab <1> & friends"]}],"metadata":{},"nbformat":4,"nbformat_minor":5}`
+	if err := os.WriteFile(src, []byte(nb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := []Result{
+		{Notebook: src, Name: "lab1", Report: filepath.Join(dir, "lab1.html"), Duration: 75 * time.Second},
+		{Notebook: filepath.Join(dir, "missing.ipynb"), Name: "lab2", Duration: 2 * time.Second, Err: errors.New("cell 3 failed:\npanic")},
+	}
+	info := IndexInfo{Started: time.Date(2026, 11, 23, 15, 4, 0, 0, time.UTC), Quick: true, Machine: "m: cpu, 2 cores", Backend: "go", Commit: "abc123"}
+	path, err := WriteIndex(dir, results, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<a href="lab1.html">lab1</a>`, "Lab &lt;1&gt; &amp; friends", "1m15s", "2026-11-23 15:04 UTC",
+		"m: cpu, 2 cores", "abc123", "quick (GOMASE_QUICK=1)", "FAILED", "cell 3 failed:", "1 failed", "2 notebook(s)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "panic") {
+		t.Error("the index shows more than the error's first line")
+	}
+	if strings.Contains(page, "<script") || CheckOffline(page) != nil {
+		t.Error("the index is not self-contained")
+	}
+}
+
+func TestDescribeRun(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "")
+	info := DescribeRun(t.TempDir(), false)
+	if info.Backend != "go" || info.Machine == "" || info.Commit != "unknown" || info.Quick {
+		t.Errorf("info %+v", info)
+	}
+}
