@@ -1,24 +1,27 @@
-# gomase in a container: Debian 12 with Go 1.26, Jupyter from Debian, GoNB and
-# the "Go (gomase)" kernel, serving the lab notebooks.
+# gomase in a container: Debian 12 (bookworm) with Go 1.26, Jupyter, GoNB, Chromium,
+# Verilator, Icarus Verilog and Yosys, set up by the same script as `make setup`
+# (kernel/setup.sh, the one source of truth), serving the lab notebooks on port 8888
+# with the "Go (gomase)" kernel as the default.
 #
 #   docker build -t gomase .
-#   docker run --rm -p 8888:8888 -v "$PWD/../shared:/shared:ro" gomase
+#   docker run --rm -p 8888:8888 -v /path/to/shared/data:/opt/shared/data gomase
 #
-# The labs read real data from /shared/data (GOMASE_DATA_DIR); mount the
-# shared/ folder that sits beside a checkout there.
-FROM golang:1.26-bookworm
+# The labs read their data from /opt/shared/data (GOMASE_DATA_DIR); see docs/data.md.
+FROM golang:1.26.8-bookworm
 
-ENV GOEXPERIMENT=simd \
+ENV DEBIAN_FRONTEND=noninteractive \
+    GOEXPERIMENT=simd \
     GOMLX_BACKEND=go \
-    GOMASE_DATA_DIR=/shared/data \
-    PATH=/root/go/bin:/usr/local/go/bin:$PATH
+    GOMASE_DATA_DIR=/opt/shared/data
 
-WORKDIR /gomase
+WORKDIR /opt/gomase
 COPY . .
 
-# make setup installs Jupyter and Chromium (apt), GoNB/goimports/gopls
-# (pinned, from the Go module proxy) and the kernelspec for /gomase.
-RUN make setup && make build && go build ./...
+# Debian packages, GoNB/goimports/gopls, the module cache and the kernelspec.
+RUN bash kernel/setup.sh \
+    && make build \
+    && rm -rf /var/lib/apt/lists/*
 
 EXPOSE 8888
-CMD ["jupyter", "notebook", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--notebook-dir=/gomase/notebooks"]
+CMD ["jupyter", "notebook", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", \
+     "--MultiKernelManager.default_kernel_name=gomase", "--notebook-dir=/opt/gomase/notebooks"]

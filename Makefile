@@ -7,7 +7,7 @@ export GOMLX_BACKEND ?= go
 GO ?= go
 REPORTS ?= reports
 
-.PHONY: setup labs test vet unit fuzz notebooks build fmt
+.PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker
 
 ## setup: install Jupyter (Debian), GoNB/goimports/gopls (pinned) and the "Go (gomase)" kernelspec; idempotent.
 setup:
@@ -42,8 +42,15 @@ fuzz:
 notebooks: build
 	bin/mase labs --quick --check-svg --out $(REPORTS)/quick
 
-## test: set up, vet, unit tests, bounded fuzzing, then every notebook in quick mode.
-test: setup vet unit fuzz notebooks
+## lint-docker: lint the Dockerfile with dockerfile-utils (npm, pinned; installed under .cache/npm). No Docker engine is needed.
+DOCKERFILE_UTILS ?= dockerfile-utils@0.16.3
+lint-docker:
+	@command -v npm >/dev/null 2>&1 || { echo "lint-docker: npm not found; installing Debian's"; apt-get update -qq && apt-get install -y -qq npm; }
+	npm install --silent --no-audit --no-fund --prefix .cache/npm $(DOCKERFILE_UTILS)
+	.cache/npm/node_modules/.bin/dockerfile-utils lint Dockerfile
+
+## test: set up, vet, lint the Dockerfile, unit tests, bounded fuzzing, then every notebook in quick mode.
+test: setup vet lint-docker unit fuzz notebooks
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
