@@ -1,6 +1,6 @@
 # gomase in a container: Debian 12 (bookworm) with Go 1.26, Jupyter, GoNB, Chromium,
 # Verilator, Icarus Verilog and Yosys, set up by the same script as `make setup`
-# (kernel/setup.sh, the one source of truth), serving the lab notebooks on port 8888
+# (`make setup` → kernel/setup.sh, the one source of truth), serving the lab notebooks on port 8888
 # with the "Go (gomase)" kernel as the default.
 #
 #   docker build -t gomase .
@@ -17,8 +17,9 @@ ENV DEBIAN_FRONTEND=noninteractive \
 WORKDIR /opt/gomase
 COPY . .
 
-# Debian packages, GoNB/goimports/gopls, the module cache and the kernelspec.
-RUN bash kernel/setup.sh \
+# make setup (kernel/setup.sh): Debian packages, GoNB/goimports/gopls, the module
+# cache and the kernelspec for /opt/gomase.
+RUN make setup \
     && make build \
     && rm -rf /var/lib/apt/lists/*
 
