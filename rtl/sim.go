@@ -85,6 +85,21 @@ type Result struct {
 	VCD        string        // the waveform dump, when built with Trace and the testbench wrote one
 }
 
+// VerilatorBinaryArgs are the Verilator 5 flags that build top as a
+// self-running simulation binary (--binary --timing) in mdir, warnings not
+// fatal, with --trace when asked: every testbench and emitted design is
+// built this way. The C++ is compiled unoptimised: these models run for
+// milliseconds, and -O0 compiles in a fraction of the time.
+func VerilatorBinaryArgs(top, mdir string, trace bool) []string {
+	args := []string{"--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+		"--top-module", top, "--Mdir", mdir,
+		"-MAKEFLAGS", "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"}
+	if trace {
+		args = append(args, "--trace")
+	}
+	return args
+}
+
 // NewBuild compiles a testbench with the library into dir (created if
 // needed). With Verilator the model is built with --binary --timing.
 func (s *Simulator) NewBuild(ctx context.Context, tb Testbench, dir string) (*Build, error) {
@@ -116,13 +131,7 @@ func (s *Simulator) NewBuild(ctx context.Context, tb Testbench, dir string) (*Bu
 	switch s.Name {
 	case "verilator":
 		obj := filepath.Join(dir, "obj")
-		args := []string{"--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-			"--top-module", tb.Top, "-I" + src, "--Mdir", obj,
-			// an unoptimised C++ build: these models run for milliseconds
-			"-MAKEFLAGS", "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"}
-		if tb.Trace {
-			args = append(args, "--trace")
-		}
+		args := append(VerilatorBinaryArgs(tb.Top, obj, tb.Trace), "-I"+src)
 		for _, k := range names {
 			args = append(args, fmt.Sprintf("-G%s=%d", k, tb.Params[k]))
 		}
@@ -148,7 +157,7 @@ func (s *Simulator) NewBuild(ctx context.Context, tb Testbench, dir string) (*Bu
 	out, err := cmd.CombinedOutput()
 	b.Duration = time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("rtl: building %s with %s: %v\n%s", tb.Top, s.Name, err, tail(out, 4000))
+		return nil, fmt.Errorf("rtl: building %s with %s: %v\n%s", tb.Top, s.Name, err, Tail(out, 4000))
 	}
 	return b, nil
 }
@@ -183,7 +192,7 @@ func (b *Build) Run(ctx context.Context, files map[string][]byte, seed uint32) (
 		}
 	}
 	if res.Checks == 0 && !res.Passed && res.Failures == 0 {
-		return res, fmt.Errorf("rtl: %s printed no PASS/FAIL line (crash or timeout; exit: %v):\n%s", b.Top, runErr, tail(out, 4000))
+		return res, fmt.Errorf("rtl: %s printed no PASS/FAIL line (crash or timeout; exit: %v):\n%s", b.Top, runErr, Tail(out, 4000))
 	}
 	return res, nil
 }
@@ -251,7 +260,7 @@ func Lint(ctx context.Context, component string) error {
 	args := append([]string{"--lint-only", "-Wall", "--top-module", component}, lib...)
 	out, err := exec.CommandContext(ctx, p, args...).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
-		return fmt.Errorf("rtl: verilator --lint-only -Wall %s: %v\n%s", component, err, tail(out, 4000))
+		return fmt.Errorf("rtl: verilator --lint-only -Wall %s: %v\n%s", component, err, Tail(out, 4000))
 	}
 	return nil
 }
@@ -261,7 +270,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func tail(b []byte, n int) string {
+// Tail is the last n bytes of a tool's output, for error messages.
+func Tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}

@@ -174,7 +174,7 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 	res.Output = string(outText)
 	rep := rtl.Parse(res.Output)
 	if rep.Checks == 0 && !rep.Passed && rep.Failures == 0 {
-		return res, fmt.Errorf("emit: the simulation printed no PASS/FAIL line (exit: %v):\n%s", runErr, tailString(res.Output, 3000))
+		return res, fmt.Errorf("emit: the simulation printed no PASS/FAIL line (exit: %v):\n%s", runErr, rtl.Tail([]byte(res.Output), 3000))
 	}
 	for _, m := range rep.Mismatches {
 		res.Mismatches = append(res.Mismatches, strings.TrimPrefix(m, "MISMATCH "))
@@ -291,12 +291,9 @@ func build(ctx context.Context, dir string, d *Design, trace bool, logf func(str
 		objName = "obj-trace"
 	}
 	obj := filepath.Join(SimDir, objName)
-	args := []string{"--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-		"--top-module", "top_tb", "-I.", "--Mdir", obj,
-		// an unoptimised C++ build compiles in a fraction of the time
-		"-MAKEFLAGS", "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"}
+	args := append(rtl.VerilatorBinaryArgs("top_tb", obj, trace), "-I.")
 	if trace {
-		args = append(args, "--trace", "+define+WAVE")
+		args = append(args, "+define+WAVE")
 	}
 	files := append([]string{d.Testbench}, d.Sources...)
 	args = append(args, files...)
@@ -327,18 +324,11 @@ func build(ctx context.Context, dir string, d *Design, trace bool, logf func(str
 	out, err := cmd.CombinedOutput()
 	took = time.Since(start)
 	if err != nil {
-		return "", false, took, fmt.Errorf("emit: verilator build of %s failed: %v\n%s", dir, err, tailString(string(out), 4000))
+		return "", false, took, fmt.Errorf("emit: verilator build of %s failed: %v\n%s", dir, err, rtl.Tail(out, 4000))
 	}
 	if err := os.WriteFile(stampFile, []byte(stamp), 0o644); err != nil {
 		return "", false, took, err
 	}
 	logf("built in %.1fs", took.Seconds())
 	return exe, true, took, nil
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

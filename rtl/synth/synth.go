@@ -195,7 +195,7 @@ func Run(ctx context.Context, d Design, opts Options) (*Stats, error) {
 	}
 	js, err := os.ReadFile(filepath.Join(dir, "stat.json"))
 	if err != nil {
-		return nil, fmt.Errorf("synth: yosys wrote no statistics: %v\n%s", err, tailString(out, 2000))
+		return nil, fmt.Errorf("synth: yosys wrote no statistics: %v\n%s", err, rtl.Tail(out, 2000))
 	}
 	s, err := parseStat(js)
 	if err != nil {
@@ -293,14 +293,7 @@ func yosysErrors(out []byte) string {
 		}
 	}
 	if len(errs) == 0 {
-		return tailString(out, 2000)
+		return rtl.Tail(out, 2000)
 	}
 	return strings.Join(errs, "\n")
-}
-
-func tailString(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
