@@ -17,15 +17,20 @@ setup:
 build:
 	$(GO) build -o bin/mase ./cmd/mase
 
-## labs: set up, then execute every notebook and write HTML reports to $(REPORTS)/.
+## labs: set up, then execute every notebook and write HTML reports to $(REPORTS)/ (index.html is updated as each finishes).
+##       QUICK=1 runs them in quick mode (about 15 minutes); NOTEBOOKS="notebooks/lab0_tutorial1.ipynb ..." picks some.
+QUICK ?=
+NOTEBOOKS ?=
 labs: setup build
-	bin/mase labs --check-svg --out $(REPORTS)
+	bin/mase labs $(if $(QUICK),--quick) --check --screenshots $(REPORTS)/screenshots --out $(REPORTS) $(NOTEBOOKS)
 
 vet:
 	$(GO) vet ./...
 
+## unit: every Go test; browser-driven tests leave their screenshots in $(ARTEFACTS).
+ARTEFACTS ?= $(CURDIR)/$(REPORTS)/artefacts
 unit:
-	$(GO) test ./...
+	GOMASE_ARTEFACTS=$(ARTEFACTS) $(GO) test ./...
 
 ## fuzz: run each fuzz target for a bounded number of inputs ($(FUZZTIME) each; an iteration count, not a duration, so a loaded machine cannot trip the fuzzer's deadline).
 FUZZTIME ?= 30000x
@@ -38,9 +43,9 @@ fuzz:
 		$(GO) test $$pkg -run NONE -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
 
-## notebooks: execute every notebook in quick mode (what CI runs).
+## notebooks: execute every notebook in quick mode (what CI runs), check every report and the index in headless Chromium, screenshot the index and the first report.
 notebooks: build
-	bin/mase labs --quick --check-svg --out $(REPORTS)/quick
+	bin/mase labs --quick --check --screenshots $(REPORTS)/quick/screenshots --out $(REPORTS)/quick
 
 ## lint-docker: lint the Dockerfile with dockerfile-utils (npm, pinned; installed under .cache/npm). No Docker engine is needed.
 DOCKERFILE_UTILS ?= dockerfile-utils@0.16.3

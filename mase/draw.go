@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/graphviz"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/widget"
 )
 
-// nodeColours gives each node kind a fill colour readable with black text.
+// nodeColours gives each node kind a fill colour readable with black text;
+// legendOrder lists the kinds in the order the legend shows them.
 var nodeColours = map[ir.OpKind]string{
 	ir.Placeholder:  "#c8e6c9", // green: inputs
 	ir.GetAttr:      "#e0e0e0", // grey: constants
@@ -19,6 +20,22 @@ var nodeColours = map[ir.OpKind]string{
 	ir.CallFunction: "#fff9c4", // yellow: functions (add, matmul, ...)
 	ir.CallMethod:   "#e1bee7", // purple: tensor methods (view, size, ...)
 	ir.Output:       "#ffccbc", // orange: output
+}
+
+var legendOrder = []ir.OpKind{ir.Placeholder, ir.GetAttr, ir.CallModule, ir.CallFunction, ir.CallMethod, ir.Output}
+
+// NodeLegend returns the colour of every node kind of the drawings, in
+// the order inputs, constants, modules, functions, methods, output.
+func NodeLegend() []widget.LegendEntry {
+	labels := map[ir.OpKind]string{
+		ir.Placeholder: "placeholder (input)", ir.GetAttr: "get_attr (constant)", ir.CallModule: "call_module",
+		ir.CallFunction: "call_function", ir.CallMethod: "call_method", ir.Output: "output",
+	}
+	out := make([]widget.LegendEntry, len(legendOrder))
+	for i, k := range legendOrder {
+		out[i] = widget.LegendEntry{Color: nodeColours[k], Label: labels[k]}
+	}
+	return out
 }
 
 // DOT describes the graph in Graphviz DOT: one box per node showing its
@@ -76,9 +93,20 @@ func shapeLine(m *ir.ArgMap, prefix string) string {
 // SVG renders the graph drawing (see DOT) to SVG in-process.
 func (mg *MaseGraph) SVG() ([]byte, error) { return graphviz.RenderSVG(mg.DOT()) }
 
-// Draw renders the graph (MASE's mg.draw). Under GoNB the SVG is shown
-// inline; with a non-empty path it is also written there (.svg, or .dot
-// for the DOT source). Outside a notebook and without a path it returns an
+// Widget returns the drawing as a zoomable figure with a legend of the
+// node colours, for a notebook (widget.Show) or a page (widget.WriteHTML).
+func (mg *MaseGraph) Widget() (*widget.Figure, error) {
+	svg, err := mg.SVG()
+	if err != nil {
+		return nil, err
+	}
+	title := fmt.Sprintf("MaseGraph: %d nodes", len(mg.Graph.Nodes()))
+	return widget.Graph(title, svg, NodeLegend()), nil
+}
+
+// Draw renders the graph (MASE's mg.draw). Under GoNB it is shown inline
+// as a zoomable widget with a colour legend; with a non-empty path the SVG
+// is also written there (.svg, or .dot for the DOT source). Outside a notebook and without a path it returns an
 // error saying so, rather than drawing nowhere.
 func (mg *MaseGraph) Draw(path string) error {
 	if strings.HasSuffix(path, ".dot") {
@@ -87,13 +115,13 @@ func (mg *MaseGraph) Draw(path string) error {
 	if path != "" && !strings.HasSuffix(path, ".svg") {
 		return fmt.Errorf("draw: unsupported file type %q (allowed: .svg, .dot)", filepath.Ext(path))
 	}
-	svg, err := mg.SVG()
+	w, err := mg.Widget()
 	if err != nil {
 		return err
 	}
-	shown := display.SVG(string(svg))
+	shown := widget.Show(w)
 	if path != "" {
-		return writeFile(path, svg)
+		return writeFile(path, w.SVG)
 	}
 	if !shown {
 		return fmt.Errorf("draw: not in a notebook and no file given: pass a path ending in .svg or .dot")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func init() {
 	register(command{
 		name:  "labs",
-		usage: "[--quick] [--out DIR] [--timeout DURATION] [--check-svg] [-v] [NOTEBOOK.ipynb...]",
+		usage: "[--quick] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]",
 		short: "execute the lab notebooks headless and write HTML reports",
 		run:   runLabs,
 	})
@@ -32,9 +33,11 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
 	timeout := fs.Duration("timeout", labs.DefaultCellTimeout, "longest time one cell may run")
 	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
-	checkSVG := fs.Bool("check-svg", false, "open each report that holds SVG in headless Chromium (network off) and fail unless every SVG is visible")
+	check := fs.Bool("check", false, "open every report and the index in headless Chromium (network off) and fail on a console error, a network fetch, or an SVG that does not draw")
+	fs.BoolVar(check, "check-svg", false, "the same as --check (its former name)")
+	shots := fs.String("screenshots", "", "save PNG screenshots of the index and of the first report as Chromium shows them into this directory")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [--check-svg] [-v] [NOTEBOOK.ipynb...]")
+		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]")
 		fmt.Fprintln(stderr, "Runs the notebooks (default: notebooks/*.ipynb of the gomase repository) headless with")
 		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html,")
 		fmt.Fprintln(stderr, "then DIR/index.html linking the reports with the run's date, machine, backend, mode and wall times.")
@@ -85,16 +88,24 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	run := labs.DescribeRun(root, *quick)
+	outDir := *out
+	if outDir == "" {
+		outDir = "reports"
+	}
+	// Check each report as it is written, and keep the index current, so
+	// that a long run can be followed in the browser.
+	opts.AfterEach = func(done []labs.Result) {
+		r := &done[len(done)-1]
+		if *check && r.OK() {
+			r.Err = checkReport(r.Report)
+		}
+		if _, err := labs.WriteIndex(outDir, done, run); err != nil {
+			fmt.Fprintf(stderr, "index: %v\n", err)
+		}
+	}
 	results, err := labs.Run(ctx, notebooks, opts)
 	if err != nil {
 		return err
-	}
-	if *checkSVG {
-		for i, r := range results {
-			if r.OK() {
-				results[i].Err = checkReportSVG(r.Report)
-			}
-		}
 	}
 	width := 0
 	for _, r := range results {
@@ -116,33 +127,54 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "%s: %v\n", r.Name, r.Err)
 		}
 	}
-	outDir := *out
-	if outDir == "" {
-		outDir = "reports"
-	}
 	index, err := labs.WriteIndex(outDir, results, run)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "index: %s\n", index)
+	if *check {
+		if err := labs.CheckPage(index, false); err != nil {
+			return fmt.Errorf("index check: %w", err)
+		}
+	}
+	if *shots != "" {
+		if err := screenshots(*shots, index, results, stdout); err != nil {
+			return err
+		}
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return nil
 }
 
-// checkReportSVG verifies, in headless Chromium with the network off, that
-// every SVG of a report is visible. Reports without SVG pass.
-func checkReportSVG(report string) error {
-	page, err := os.ReadFile(report)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(string(page), "<svg") {
-		return nil
-	}
-	if err := labs.CheckSVGVisible(report); err != nil {
+// checkReport verifies a report in headless Chromium with the network off:
+// no console error, no fetch, and every SVG it holds draws.
+func checkReport(report string) error {
+	if err := labs.CheckPage(report, false); err != nil {
 		return fmt.Errorf("report check: %w", err)
+	}
+	return nil
+}
+
+// screenshots saves how Chromium shows the index and the first report
+// written (DIR/index.png, DIR/NAME.png).
+func screenshots(dir, index string, results []labs.Result, stdout io.Writer) error {
+	pages := []string{index}
+	for _, r := range results {
+		if r.Report != "" {
+			pages = append(pages, r.Report)
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, p := range pages {
+		png := filepath.Join(dir, strings.TrimSuffix(filepath.Base(p), ".html")+".png")
+		if err := labs.Screenshot(ctx, p, png, 1280, 1600); err != nil {
+			return fmt.Errorf("screenshot of %s: %w", p, err)
+		}
+		fmt.Fprintf(stdout, "screenshot: %s\n", png)
 	}
 	return nil
 }

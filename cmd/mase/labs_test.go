@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,5 +25,29 @@ func TestLabsArguments(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
 			t.Errorf("mase %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, stdout.String()+stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestLabsCheckAndScreenshots runs a small notebook through the real
+// kernel with --check and --screenshots: the report and the index pass the
+// browser check and both screenshots are written.
+func TestLabsCheckAndScreenshots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the gomase kernel")
+	}
+	out, shots := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	nb := filepath.Join("..", "..", "kernel", "labs", "testdata", "e2e_svg.ipynb")
+	if code := run([]string{"labs", "--quick", "--check", "--screenshots", shots, "--out", out, nb}, &stdout, &stderr); code != 0 {
+		t.Fatalf("mase labs: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, name := range []string{"index.png", "e2e_svg.png"} {
+		st, err := os.Stat(filepath.Join(shots, name))
+		if err != nil || st.Size() < 1000 {
+			t.Errorf("screenshot %s: %v (size %v)", name, err, st)
+		}
+	}
+	if !strings.Contains(stdout.String(), "screenshot: "+filepath.Join(shots, "index.png")) {
+		t.Errorf("output does not name the screenshots:\n%s", stdout.String())
 	}
 }

@@ -54,8 +54,12 @@ type SVGInfo struct {
 type SVGCheck struct {
 	// SVGs are the SVG images of the page, in document order.
 	SVGs []SVGInfo
-	// Problems lists everything that makes the check fail: no SVG, an SVG
-	// that is hidden or draws nothing, a broken image, a remote resource.
+	// ConsoleErrors are the page's uncaught exceptions, unhandled promise
+	// rejections and console.error calls, in order.
+	ConsoleErrors []string
+	// Problems lists everything that makes the check fail: no SVG (when
+	// one is required), an SVG that is hidden or draws nothing, a broken
+	// image, a remote resource, a console error.
 	Problems []string
 	// Screenshot shows every SVG alone in a grid cell (see SVGInfo.Cell),
 	// as Chromium drew it with the network off.
@@ -98,11 +102,17 @@ func near(a, b uint32, tol int) bool {
 // CheckSVGVisible opens an HTML file (a copy of it, alone in a fresh
 // directory) in headless Chromium with the network off, and fails unless
 // the page holds at least one SVG, every SVG is laid out, visible and draws
-// pixels, every image loads, and nothing is fetched from the network.
-func CheckSVGVisible(htmlPath string) error {
+// pixels, every image loads, nothing is fetched from the network and
+// nothing is reported on the console as an error.
+func CheckSVGVisible(htmlPath string) error { return CheckPage(htmlPath, true) }
+
+// CheckPage is CheckSVGVisible for pages that may hold no SVG (requireSVG
+// false): an index, a report of text outputs. Every SVG the page has must
+// still draw.
+func CheckPage(htmlPath string, requireSVG bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := InspectSVGs(ctx, htmlPath)
+	c, err := inspect(ctx, htmlPath, requireSVG)
 	if err != nil {
 		return err
 	}
@@ -112,41 +122,144 @@ func CheckSVGVisible(htmlPath string) error {
 	return nil
 }
 
-// domCheckJS collects, after the page loaded, every SVG image and image of
-// the page and every resource fetched from the network, into a JSON script
-// element that --dump-dom prints.
-const domCheckJS = `
+// consoleJS records, from the first script of the page on, its uncaught
+// errors, unhandled rejections and console.error calls.
+const consoleJS = `
 (function () {
-  function where(e) { var s = e.closest('[id^="cell-"]'); return s ? s.id : ''; }
-  function vis(e) { return e.checkVisibility ? e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) : true; }
-  function isSvgSrc(s) { return /^data:image\/svg\+xml/i.test(s) || /\.svg([?#]|$)/i.test(s); }
-  function run() {
-    var res = {svgs: [], broken: [], remote: []};
-    document.querySelectorAll('svg, img').forEach(function (e) {
-      var r = e.getBoundingClientRect();
-      if (e.tagName.toLowerCase() === 'svg') {
-        if (e.parentElement && e.parentElement.closest('svg')) return;
-        var bb = {width: 0, height: 0};
-        try { bb = e.getBBox(); } catch (err) {}
-        res.svgs.push({kind: 'svg', where: where(e), w: r.width, h: r.height, visible: vis(e), drawn: bb.width * bb.height > 0});
-        return;
-      }
-      var src = e.currentSrc || e.src || '';
-      var ok = e.complete && e.naturalWidth > 0;
-      if (!ok) res.broken.push((where(e) ? where(e) + ': ' : '') + src.slice(0, 100));
-      if (isSvgSrc(src)) res.svgs.push({kind: 'img', where: where(e), w: r.width, h: r.height, visible: vis(e), drawn: ok});
-    });
-    performance.getEntriesByType('resource').forEach(function (e) {
-      if (/^(https?|ftp|wss?):/i.test(e.name)) res.remote.push(e.name);
-    });
+  var errs = window.__gomaseConsoleErrors = [];
+  window.addEventListener('error', function (e) {
+    if (e.error || e.message) errs.push((e.message || String(e.error)) + (e.filename ? ' (' + e.filename.split('/').pop() + ':' + e.lineno + ')' : ''));
+  });
+  window.addEventListener('unhandledrejection', function (e) { errs.push('unhandled rejection: ' + String(e.reason)); });
+  var orig = console.error;
+  console.error = function () {
+    errs.push('console.error: ' + Array.prototype.map.call(arguments, String).join(' '));
+    return orig.apply(console, arguments);
+  };
+})();
+`
+
+// runScriptJS wraps a caller's script: once the page has loaded (and its
+// timers had a moment), it runs the script as a function of done, and done
+// stores the value it is given, with the console errors so far, in a JSON
+// element that --dump-dom prints.
+const runScriptJS = `
+(function () {
+  function done(value) {
     var out = document.createElement('script');
     out.type = 'application/json';
-    out.id = 'gomase-svg-check';
-    out.textContent = JSON.stringify(res).replace(/</g, '\\u003c');
+    out.id = 'gomase-script-result';
+    out.textContent = JSON.stringify({value: value === undefined ? null : value, errors: window.__gomaseConsoleErrors || []}).replace(/</g, '\\u003c');
     document.body.appendChild(out);
+  }
+  function run() {
+    setTimeout(function () {
+      try { (function (done) { %s
+      })(done); } catch (e) { (window.__gomaseConsoleErrors || []).push('page script: ' + e); done(null); }
+    }, 200);
   }
   if (document.readyState === 'complete') run(); else window.addEventListener('load', run);
 })();
+`
+
+var scriptResultRE = regexp.MustCompile(`(?s)<script type="application/json" id="gomase-script-result">(.*?)</script>`)
+
+// RunScript loads an HTML file in headless Chromium with the network off,
+// then runs js, the body of a function of one argument, done: js acts on the
+// page (clicks, reads) and calls done(value) once with a JSON-encodable
+// value, which RunScript returns, with the console errors the page logged
+// (see CheckSVGVisible). It errors when Chromium cannot run or js never
+// calls done.
+func RunScript(ctx context.Context, htmlPath, js string) (value json.RawMessage, consoleErrors []string, err error) {
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gomase-page-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	p := filepath.Join(tmp, "page.html")
+	doc := injectScript(injectEarly(page, consoleJS), fmt.Sprintf(runScriptJS, js))
+	if err := os.WriteFile(p, doc, 0o644); err != nil {
+		return nil, nil, err
+	}
+	dom, err := runChromium(ctx, filepath.Join(tmp, "profile"), "--window-size=1280,1024", "--dump-dom", fileURL(p))
+	if err != nil {
+		return nil, nil, err
+	}
+	m := scriptResultRE.FindSubmatch(dom)
+	if m == nil {
+		return nil, nil, fmt.Errorf("the page script never called done on %s (no result in --dump-dom output; %d bytes)", htmlPath, len(dom))
+	}
+	var res struct {
+		Value  json.RawMessage `json:"value"`
+		Errors []string        `json:"errors"`
+	}
+	if err := json.Unmarshal(m[1], &res); err != nil {
+		return nil, nil, fmt.Errorf("page script result: %w", err)
+	}
+	return res.Value, res.Errors, nil
+}
+
+// Screenshot saves what headless Chromium (network off) shows of an HTML
+// file in a width x height window as a PNG at pngPath.
+func Screenshot(ctx context.Context, htmlPath, pngPath string, width, height int) error {
+	abs, err := filepath.Abs(htmlPath)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return err
+	}
+	out, err := filepath.Abs(pngPath)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "gomase-shot-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := runChromium(ctx, filepath.Join(tmp, "profile"), fmt.Sprintf("--window-size=%d,%d", width, height),
+		"--screenshot="+out, fileURL(abs)); err != nil {
+		return err
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		return fmt.Errorf("chromium wrote no screenshot of %s to %s", htmlPath, out)
+	}
+	return nil
+}
+
+// domCheckJS (a RunScript body) collects every SVG image and image of the
+// page and every resource fetched from the network.
+const domCheckJS = `
+  function where(e) { var s = e.closest('[id^="cell-"]'); return s ? s.id : ''; }
+  function vis(e) { return e.checkVisibility ? e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) : true; }
+  function isSvgSrc(s) { return /^data:image\/svg\+xml/i.test(s) || /\.svg([?#]|$)/i.test(s); }
+  var res = {svgs: [], broken: [], remote: []};
+  document.querySelectorAll('svg, img').forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (e.tagName.toLowerCase() === 'svg') {
+      if (e.parentElement && e.parentElement.closest('svg')) return;
+      var bb = {width: 0, height: 0};
+      try { bb = e.getBBox(); } catch (err) {}
+      res.svgs.push({kind: 'svg', where: where(e), w: r.width, h: r.height, visible: vis(e), drawn: bb.width * bb.height > 0});
+      return;
+    }
+    var src = e.currentSrc || e.src || '';
+    var ok = e.complete && e.naturalWidth > 0;
+    if (!ok) res.broken.push((where(e) ? where(e) + ': ' : '') + src.slice(0, 100));
+    if (isSvgSrc(src)) res.svgs.push({kind: 'img', where: where(e), w: r.width, h: r.height, visible: vis(e), drawn: ok});
+  });
+  performance.getEntriesByType('resource').forEach(function (e) {
+    if (/^(https?|ftp|wss?):/i.test(e.name)) res.remote.push(e.name);
+  });
+  done(res);
 `
 
 // gridJS draws a clone of every SVG image alone in a white grid cell over
@@ -205,13 +318,15 @@ func chromiumArgs(userDir string) []string {
 	}
 }
 
-var checkResultRE = regexp.MustCompile(`(?s)<script type="application/json" id="gomase-svg-check">(.*?)</script>`)
-
 // InspectSVGs loads htmlPath in headless Chromium twice, network off:
 // once to measure every SVG in place (and catch broken images and remote
 // fetches), once to screenshot each SVG alone in a grid. It errors when
 // Chromium cannot run; what is wrong with the page is in Problems.
 func InspectSVGs(ctx context.Context, htmlPath string) (*SVGCheck, error) {
+	return inspect(ctx, htmlPath, true)
+}
+
+func inspect(ctx context.Context, htmlPath string, requireSVG bool) (*SVGCheck, error) {
 	if _, err := os.Stat(Chromium); err != nil {
 		return nil, fmt.Errorf("headless check needs %s, which is missing: run make setup", Chromium)
 	}
@@ -231,17 +346,13 @@ func InspectSVGs(ctx context.Context, htmlPath string) (*SVGCheck, error) {
 	}
 
 	// Run 1: measure in place.
-	domPage := filepath.Join(tmp, "page.html")
-	if err := os.WriteFile(domPage, injectScript(page, domCheckJS), 0o644); err != nil {
-		return nil, err
-	}
-	dom, err := runChromium(ctx, filepath.Join(tmp, "profile1"), "--window-size=1280,1024", "--dump-dom", fileURL(domPage))
+	raw, consoleErrs, err := RunScript(ctx, htmlPath, domCheckJS)
 	if err != nil {
 		return nil, err
 	}
-	m := checkResultRE.FindSubmatch(dom)
-	if m == nil {
-		return nil, fmt.Errorf("chromium did not run the check script on %s (no result in --dump-dom output; %d bytes)", htmlPath, len(dom))
+	check.ConsoleErrors = consoleErrs
+	for _, e := range consoleErrs {
+		check.Problems = append(check.Problems, "console: "+e)
 	}
 	var res struct {
 		SVGs []struct {
@@ -255,7 +366,7 @@ func InspectSVGs(ctx context.Context, htmlPath string) (*SVGCheck, error) {
 		Broken []string `json:"broken"`
 		Remote []string `json:"remote"`
 	}
-	if err := json.Unmarshal(m[1], &res); err != nil {
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("check script result: %w", err)
 	}
 	for _, s := range res.SVGs {
@@ -268,7 +379,9 @@ func InspectSVGs(ctx context.Context, htmlPath string) (*SVGCheck, error) {
 		check.Problems = append(check.Problems, "page tried to fetch "+r)
 	}
 	if len(check.SVGs) == 0 {
-		check.Problems = append(check.Problems, "no SVG in the page (neither an inline <svg> nor an <img> of an SVG)")
+		if requireSVG {
+			check.Problems = append(check.Problems, "no SVG in the page (neither an inline <svg> nor an <img> of an SVG)")
+		}
 		return check, nil
 	}
 
@@ -328,6 +441,20 @@ func nonWhite(img image.Image, r image.Rectangle) int {
 		}
 	}
 	return n
+}
+
+// headOpenRE finds where a document's first script can go.
+var headOpenRE = regexp.MustCompile(`(?i)<head[^>]*>|<html[^>]*>`)
+
+// injectEarly adds an inline script before anything else of the document
+// can run: right after <head> (or <html>), else at the very start.
+func injectEarly(page []byte, js string) []byte {
+	tag := []byte("<script>" + js + "</script>")
+	at := 0
+	if loc := headOpenRE.FindIndex(page); loc != nil {
+		at = loc[1]
+	}
+	return append(append(append([]byte{}, page[:at]...), tag...), page[at:]...)
 }
 
 // injectScript adds an inline script at the end of an HTML document.

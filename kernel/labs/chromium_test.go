@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,71 @@ func TestCheckSVGVisibleRemoteFetchFails(t *testing.T) {
 	joined := strings.Join(c.Problems, "; ")
 	if !strings.Contains(joined, "image did not load") {
 		t.Errorf("problems %q, want the remote image to fail to load", c.Problems)
+	}
+}
+
+// TestCheckPageConsoleErrors: an exception, a rejected promise or a
+// console.error call on the page fails the check, SVG or not.
+func TestCheckPageConsoleErrors(t *testing.T) {
+	requireChromium(t)
+	for _, tc := range []struct{ name, script, want string }{
+		{"throw", `throw new Error("boom in widget")`, "Uncaught Error: boom in widget"},
+		{"console", `console.error("bad", 42)`, "console.error: bad 42"},
+		{"rejection", `Promise.reject(new Error("nope"))`, "unhandled rejection: Error: nope"},
+		{"late", `setTimeout(function () { null.x; }, 50)`, "Uncaught TypeError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := CheckPage(writeHTML(t, fixtureSVG+"<script>"+tc.script+"</script>"), false)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckPage = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("clean page without SVG", func(t *testing.T) {
+		t.Parallel()
+		p := writeHTML(t, `<p>index</p><script>console.log("fine")</script>`)
+		if err := CheckPage(p, false); err != nil {
+			t.Errorf("CheckPage(no SVG required) = %v", err)
+		}
+		if err := CheckPage(p, true); err == nil || !strings.Contains(err.Error(), "no SVG") {
+			t.Errorf("CheckPage(SVG required) = %v, want the missing SVG named", err)
+		}
+	})
+}
+
+// TestRunScriptAndScreenshot: a page script acts on the page and returns a
+// value; a screenshot is a PNG of the window's size.
+func TestRunScriptAndScreenshot(t *testing.T) {
+	requireChromium(t)
+	p := writeHTML(t, `<button id="b" onclick="this.textContent='clicked'">press</button>`+fixtureSVG)
+	v, errs, err := RunScript(context.Background(), p, `document.getElementById('b').click(); done({text: document.getElementById('b').textContent});`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(v) != `{"text":"clicked"}` || len(errs) != 0 {
+		t.Errorf("RunScript = %s, %q; want the clicked text and no errors", v, errs)
+	}
+	if _, _, err := RunScript(context.Background(), p, `/* never calls done */`); err == nil || !strings.Contains(err.Error(), "never called done") {
+		t.Errorf("RunScript without done = %v, want an error saying so", err)
+	}
+	shot := filepath.Join(t.TempDir(), "shots", "page.png")
+	if err := Screenshot(context.Background(), p, shot, 400, 300); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 400 || b.Dy() != 300 {
+		t.Errorf("screenshot is %v, want 400x300", b)
+	}
+	if n := nonWhite(img, img.Bounds()); n < 1000 {
+		t.Errorf("screenshot has %d non-white pixels, want the page drawn", n)
 	}
 }

@@ -145,6 +145,10 @@ type Options struct {
 	Python string
 	// Progress, when set, receives a line as each cell starts and ends.
 	Progress io.Writer
+	// AfterEach, when set, is called as each notebook finishes with the
+	// results so far, the newest last; it may change that newest result
+	// (a failed extra check, say), and Run returns what it left.
+	AfterEach func(done []Result)
 }
 
 func (o *Options) defaults() error {
@@ -270,6 +274,9 @@ func Run(ctx context.Context, notebooks []string, opts Options) ([]Result, error
 	var results []Result
 	for _, nb := range notebooks {
 		results = append(results, RunNotebook(ctx, nb, opts))
+		if opts.AfterEach != nil {
+			opts.AfterEach(results)
+		}
 	}
 	return results, nil
 }
@@ -325,11 +332,11 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 
 	cmd := exec.CommandContext(ctx, opts.Python, script, src, executed, opts.Kernel,
 		fmt.Sprint(int(opts.CellTimeout.Seconds())), filepath.Dir(src))
-	cmd.Env = notebookEnv(os.Environ(), opts)
+	cmd.Env = NotebookEnv(os.Environ(), opts)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // nbclient shuts the kernel down
 	cmd.WaitDelay = 15 * time.Second
 	var stdout bytes.Buffer
-	stderr := &tailWriter{max: 200}
+	stderr := NewLineTail(200)
 	cmd.Stdout = &stdout
 	cmd.Stderr = stderr
 	if opts.Progress != nil {
@@ -409,9 +416,24 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 	return finish(failure)
 }
 
-// notebookEnv is the runner's environment with GOMASE_QUICK and GOMASE_ROOT
-// set for the kernel.
-func notebookEnv(env []string, opts Options) []string {
+// SetEnv returns a copy of env (KEY=VALUE entries) with key set to value
+// and every earlier setting of key removed (a child process reading the
+// first of two settings would miss the new one).
+func SetEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// NotebookEnv returns env as the kernels of a run need it: GOMASE_QUICK=1
+// in quick mode (removed otherwise), GOMASE_ROOT=opts.Root, and Debian's
+// debugpy warning about frozen modules turned off. Whatever starts the
+// kernels (the headless runner, a Jupyter server) gets this environment.
+func NotebookEnv(env []string, opts Options) []string {
 	var out []string
 	for _, kv := range env {
 		if strings.HasPrefix(kv, QuickEnv+"=") || strings.HasPrefix(kv, RootEnv+"=") {
@@ -451,33 +473,6 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// tailWriter keeps the last max lines written to it.
-type tailWriter struct {
-	mu    sync.Mutex
-	max   int
-	lines []string
-	part  string
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.part + string(p)
-	lines := strings.Split(s, "\n")
-	t.part = lines[len(lines)-1]
-	t.lines = append(t.lines, lines[:len(lines)-1]...)
-	if len(t.lines) > t.max {
-		t.lines = t.lines[len(t.lines)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.Join(append(append([]string{}, t.lines...), t.part), "\n")
 }
 
 // prefixWriter writes each complete line with a prefix.

@@ -65,11 +65,11 @@ func TestNotebooks(t *testing.T) {
 }
 
 func TestNotebookEnv(t *testing.T) {
-	env := notebookEnv([]string{"PATH=/bin", QuickEnv + "=1", RootEnv + "=/old"}, Options{Root: "/repo"})
+	env := NotebookEnv([]string{"PATH=/bin", QuickEnv + "=1", RootEnv + "=/old"}, Options{Root: "/repo"})
 	if slices.Contains(env, QuickEnv+"=1") || !slices.Contains(env, RootEnv+"=/repo") || !slices.Contains(env, "PATH=/bin") {
 		t.Errorf("env without --quick = %q", env)
 	}
-	env = notebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Quick: true})
+	env = NotebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Quick: true})
 	if !slices.Contains(env, QuickEnv+"=1") {
 		t.Errorf("env with --quick = %q", env)
 	}
@@ -89,5 +89,12 @@ func TestRunNotebookRejectsBadInput(t *testing.T) {
 	src := filepath.Join("testdata", "e2e_panic.ipynb")
 	if r := RunNotebook(t.Context(), src, Options{Root: "/nonexistent", OutDir: "testdata"}); r.Err == nil || !strings.Contains(r.Err.Error(), "would overwrite the notebook") {
 		t.Errorf("RunNotebook with --out = its directory: %v", r.Err)
+	}
+}
+
+func TestSetEnv(t *testing.T) {
+	got := SetEnv([]string{"A=1", "PYTHONWARNINGS=x", "B=2", "PYTHONWARNINGS=y"}, "PYTHONWARNINGS", "x,z")
+	if strings.Join(got, " ") != "A=1 B=2 PYTHONWARNINGS=x,z" {
+		t.Errorf("SetEnv gave %q", got)
 	}
 }

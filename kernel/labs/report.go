@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gomase/gomase/mase/widget"
 	"html"
 	"html/template"
 	"io"
@@ -132,7 +133,7 @@ func (r *reportRenderer) cell(c *Cell, index int) string {
 		if d := c.Duration(); d > 0 {
 			b.WriteString(`<span class="time">` + html.EscapeString(formatDuration(d)) + `</span>`)
 		}
-		b.WriteString(`</div><pre class="src">` + highlightGo(strings.TrimRight(string(c.Source), "\n")) + `</pre></div>`)
+		b.WriteString(`</div><pre class="src">` + highlightCell(string(c.Source)) + `</pre></div>`)
 		if len(c.Outputs) > 0 {
 			b.WriteString(`<div class="outputs">`)
 			for _, o := range mergeStreams(c.Outputs) {
@@ -298,6 +299,16 @@ func notebookTitle(nb *Notebook, name string) string {
 		return "notebook"
 	}
 	return name
+}
+
+// highlightCell returns a GoNB cell's source as highlighted HTML (the
+// report's style sheet colours widget's token classes).
+func highlightCell(src string) string {
+	h, err := widget.Highlight("go", strings.TrimRight(src, "\n"))
+	if err != nil { // "go" is always known; keep the text regardless
+		return html.EscapeString(src)
+	}
+	return h
 }
 
 func formatDuration(d time.Duration) string {

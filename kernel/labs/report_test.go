@@ -115,17 +115,3 @@ func TestRemoteResources(t *testing.T) {
 		t.Errorf("StripRemote removed more than remote resources:\n%s", clean)
 	}
 }
-
-func TestHighlightGo(t *testing.T) {
-	got := highlightGo("%%\nx := \"s<\" // c\nfor i := range 3 { _ = len(x) }\n!ls")
-	for _, want := range []string{`<span class="m">%%</span>`, `<span class="s">&#34;s&lt;&#34;</span>`, `<span class="c">// c</span>`,
-		`<span class="k">for</span>`, `<span class="n">3</span>`, `<span class="b">len</span>`, `<span class="m">!ls</span>`} {
-		if !strings.Contains(got, want) {
-			t.Errorf("highlightGo lacks %q in:\n%s", want, got)
-		}
-	}
-	// Not Go at all: must come back escaped, never lost.
-	if got := highlightGo("<<< ` unterminated"); !strings.Contains(got, "&lt;&lt;&lt;") || !strings.Contains(got, "unterminated") {
-		t.Errorf("highlightGo lost text: %q", got)
-	}
-}

@@ -47,6 +47,7 @@ import (
 	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/widget"
 )
 
 const seed = 42
@@ -105,9 +106,9 @@ func fineTune(mg *mase.MaseGraph, title string, cfg train.Config) (before, after
 	must(err)
 	after, err = tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
 	must(err)
-	svg, err := plot.LineSVG(train.LossChart(title, h))
+	loss, err := widget.LineChart(train.LossChart(title, h))
 	must(err)
-	display.SVG(string(svg))
+	widget.Show(loss)
 	fmt.Printf("%d steps in %.1f s (%.1f samples/s)\n", h.Steps, h.Seconds, float64(h.Examples)/h.Seconds)
 	return before, after
 }
@@ -175,9 +176,10 @@ draw := func(inputs []string) string {
 	mg, err := mase.NewMaseGraph(model, inputs)
 	must(err)
 	fmt.Printf("%v: %s\n", inputs, mg.Summary())
-	svg, err := mg.SVG()
+	g, err := mg.Widget()
 	must(err)
-	return string(svg)
+	g.Title = fmt.Sprintf("inputs %v: %d nodes", inputs, len(mg.Graph.Nodes()))
+	return g.HTML()
 }
 left := draw(nil)
 right := draw([]string{"input_ids", "attention_mask", "labels"})

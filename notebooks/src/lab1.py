@@ -38,6 +38,7 @@ import (
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/widget"
 )
 
 func must(err error) {
@@ -66,11 +67,7 @@ func session() *compress.Session {
 }
 
 // show renders a chart inline (and in the HTML report).
-func show(c plot.Chart) {
-	svg, err := plot.LineSVG(c)
-	must(err)
-	display.SVG(string(svg))
-}
+func show(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
 
 // widths and sparsities of the sweeps: every point of the lab, or a few in quick mode.
 func widths() []int {

@@ -49,6 +49,7 @@ import (
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/nas"
 	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/widget"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/searchplot"
 )
@@ -96,11 +97,7 @@ func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
 }
 
 // show renders a line chart inline (and in the HTML report).
-func show(c plot.Chart) {
-	svg, err := plot.LineSVG(c)
-	must(err)
-	display.SVG(string(svg))
-}
+func show(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
 
 // table prints a study's completed trials, best first.
 func table(st *search.Study, attrs ...string) {
@@ -281,7 +278,7 @@ variants := []struct {
 		PostEpochs: sess.Config.Epochs, BestPath: must1(labsetup.Checkpoint("tutorial_5_nas_compressed"))}},
 }
 var studies []searchplot.Named
-var rows []string
+tbl := widget.NewTable("Task 2: accuracy per objective", "objective", "best", "mean", "std")
 for _, v := range variants {
 	tpe := must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: quickOr(2, 5)}))
 	st := liveStudy(v.name, tpe, n)
@@ -295,9 +292,9 @@ for _, v := range variants {
 		}
 	}
 	mean, std := meanStd(vals)
-	rows = append(rows, fmt.Sprintf("| %s | %.4f | %.4f | %.4f |", v.name, must1(st.BestTrial()).Value, mean, std))
+	must(tbl.AddRow(v.name, must1(st.BestTrial()).Value, mean, std))
 }
-display.Markdown("| objective | best | mean | std |\n|---|---|---|---|\n" + strings.Join(rows, "\n"))
+widget.Show(tbl)
 show(searchplot.BestSoFarChart("Task 2: best accuracy so far (TPE)", search.Maximize, studies))
 show(searchplot.TrialScatterChart("Task 2: every trial", studies))
 """)

@@ -44,6 +44,7 @@ import (
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/searchplot"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/widget"
 )
 
 func must(err error) {
@@ -99,11 +100,7 @@ func tpe() search.Sampler {
 }
 
 // show renders a line chart inline (and in the HTML report).
-func show(c plot.Chart) {
-	svg, err := plot.LineSVG(c)
-	must(err)
-	display.SVG(string(svg))
-}
+func show(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
 
 // layerTable shows each layer's choice in a trial: type and, for integer layers with searched widths, the widths.
 func layerTable(t search.FrozenTrial) {
@@ -212,16 +209,16 @@ n := quickOr(3, 20)
 formats := quickOr([]string{quant.Integer, quant.MinifloatIEEE, quant.Log, quant.BlockFP, quant.Binary}, mixedprecision.Formats)
 sess := session()
 var studies []searchplot.Named
-var rows []string
+tbl := widget.NewTable("Task 2: best trial per precision", "format", "best accuracy", "quantized layers", "weight bits")
 for _, f := range formats {
 	obj := mixedprecision.NewObjective(mixedprecision.FormatSpace(f), sess)
 	st := liveStudy(must1(quant.LinearTypeName(f)), tpe(), n)
 	must(st.Optimize(context.Background(), obj.Run, n, 0))
 	studies = append(studies, searchplot.Named{Name: f, Trials: must1(st.Trials())})
 	best := must1(st.BestTrial())
-	rows = append(rows, fmt.Sprintf("| %s | %.4f | %v | %.2f |", f, best.Value, best.UserAttrs["quantized_layers"], best.UserAttrs["w_storage_bits"]))
+	must(tbl.AddRow(f, best.Value, best.UserAttrs["quantized_layers"], best.UserAttrs["w_storage_bits"]))
 }
-display.Markdown("| format | best accuracy | quantized layers | weight bits |\n|---|---|---|---|\n" + strings.Join(rows, "\n"))
+widget.Show(tbl)
 show(searchplot.BestSoFarChart("Task 2: best accuracy so far, one curve per precision", search.Maximize, studies))
 """)
 
@@ -242,7 +239,7 @@ best := must1(st.BestTrial())
 fmt.Printf("best trial %d: accuracy %.4f, %v layers quantized, %.2f weight bits per element\n", best.Number, best.Value,
 	best.UserAttrs["quantized_layers"], best.UserAttrs["w_storage_bits"])
 counts := must1(searchplot.LayerTypeCounts(best))
-display.SVG(string(must1(plot.BarSVG(searchplot.LayerTypeChart("Layer types of the best mixed-precision model", counts)))))
+widget.Show(must1(widget.BarChart(searchplot.LayerTypeChart("Layer types of the best mixed-precision model", counts))))
 """)
 
 md(r"""
@@ -264,16 +261,16 @@ st := liveStudy("cost: accuracy − λ·bits", tpe(), n)
 must(st.Optimize(context.Background(), obj.Run, n, 0))
 ts := must1(st.Trials())
 var xs, ys []float64
-var rows []string
+tbl := widget.NewTable("Cost search: every complete trial", "trial", "accuracy", "storage bits", "MASE bits", "objective")
 for _, t := range ts {
 	if t.State != search.Complete {
 		continue
 	}
 	bits, acc := t.UserAttrs["w_avg_bits"].(float64), t.UserAttrs["accuracy"].(float64)
 	xs, ys = append(xs, bits), append(ys, acc)
-	rows = append(rows, fmt.Sprintf("| %d | %.4f | %.2f | %.2f | %.4f |", t.Number, acc, bits, t.UserAttrs["mase_w_avg_bits"], t.Value))
+	must(tbl.AddRow(t.Number, acc, bits, t.UserAttrs["mase_w_avg_bits"], t.Value))
 }
-display.Markdown("| trial | accuracy | storage bits | MASE bits | objective |\n|---|---|---|---|---|\n" + strings.Join(rows, "\n"))
+widget.Show(tbl)
 show(plot.Chart{Title: fmt.Sprintf("Cost search (λ = %g): accuracy against weight bits", lambda), XLabel: "average weight bits (storage)",
 	YLabel: "test accuracy", Series: []plot.Series{{Name: "trials", X: xs, Y: ys, Scatter: true}}})
 best := must1(st.BestTrial())

@@ -62,6 +62,7 @@ import (
 	"github.com/gomase/gomase/rtl/emit"
 	"github.com/gomase/gomase/rtl/synth"
 	"github.com/gomase/gomase/rtl/vcd"
+	"github.com/gomase/gomase/mase/widget"
 )
 
 func must(err error) {
@@ -85,7 +86,7 @@ func quickOr[T any](quick, full T) T {
 }
 
 // showBars renders a bar chart inline (and in the HTML report).
-func showBars(b plot.BarChart) { display.SVG(string(must1(plot.BarSVG(b)))) }
+func showBars(b plot.BarChart) { widget.Show(must1(widget.BarChart(b))) }
 
 // workDir is where every design of this notebook is emitted. GoNB runs every cell as a program of its own, so
 // what one cell leaves for a later one (the designs, a few measured facts) lives here; the first cell empties it.
@@ -94,66 +95,6 @@ var workDir = filepath.Join(os.TempDir(), "gomase-lab4hw")
 // saveFact and fact pass a measured result (Markdown text) from one cell to a later one.
 func saveFact(name, text string) { must(os.WriteFile(filepath.Join(workDir, name+".fact"), []byte(text), 0o644)) }
 func fact(name string) string    { return string(must1(os.ReadFile(filepath.Join(workDir, name+".fact")))) }
-
-// svToken matches one token of SystemVerilog for the highlighter: a comment, a string, a compiler directive,
-// a number (sized literals such as 8'hff included) or an identifier.
-var svToken = regexp.MustCompile("(//.*$|/\\*.*?\\*/)|(\"(?:[^\"\\\\]|\\\\.)*\")|(`\\w+)|(\\b\\d+'[sS]?[bodhBODH][0-9a-fA-F_xzXZ]+|\\b\\d+\\b)|(\\b[A-Za-z_]\\w*\\b)")
-
-var svKeywords = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`module endmodule parameter localparam input output inout logic wire reg int integer
-		string assign always always_ff always_comb always_latch begin end if else case endcase default for generate
-		endgenerate genvar posedge negedge initial function endfunction return signed unsigned typedef struct packed`) {
-		svKeywords[k] = true
-	}
-}
-
-// highlightSV renders SystemVerilog as a self-contained HTML <pre> with line numbers and inline-styled spans:
-// keywords, numbers, comments, strings, directives and parameters (names declared with `parameter`).
-func highlightSV(src string, maxHeight int) string {
-	params := map[string]bool{}
-	for _, m := range regexp.MustCompile(`parameter\s+(?:int\s+|string\s+)?(\w+)`).FindAllStringSubmatch(src, -1) {
-		params[m[1]] = true
-	}
-	style := []string{"color:#6a737d;font-style:italic", "color:#032f62", "color:#6f42c1", "color:#005cc5",
-		"color:#d73a49;font-weight:bold", "color:#b35900"}
-	span := func(kind int, s string) string {
-		return fmt.Sprintf(`<span style="%s">%s</span>`, style[kind], html.EscapeString(s))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<pre style="font-family:monospace;font-size:12px;line-height:1.35;background:#f8f8f8;border:1px solid #ddd;padding:6px;max-height:%dpx;overflow:auto;color:#24292e">`, maxHeight)
-	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
-	for i, line := range lines {
-		fmt.Fprintf(&b, `<span style="color:#999;user-select:none">%4d  </span>`, i+1)
-		last := 0
-		for _, m := range svToken.FindAllStringSubmatchIndex(line, -1) {
-			b.WriteString(html.EscapeString(line[last:m[0]]))
-			tok := line[m[0]:m[1]]
-			switch {
-			case m[2] >= 0:
-				b.WriteString(span(0, tok))
-			case m[4] >= 0:
-				b.WriteString(span(1, tok))
-			case m[6] >= 0:
-				b.WriteString(span(2, tok))
-			case m[8] >= 0:
-				b.WriteString(span(3, tok))
-			case svKeywords[tok]:
-				b.WriteString(span(4, tok))
-			case params[tok]:
-				b.WriteString(span(5, tok))
-			default:
-				b.WriteString(html.EscapeString(tok))
-			}
-			last = m[1]
-		}
-		b.WriteString(html.EscapeString(line[last:]))
-		b.WriteString("\n")
-	}
-	b.WriteString("</pre>")
-	return b.String()
-}
 
 // prepare runs the lab's pass sequence (trace, metadata, Q(width, frac) quantization, hardware metadata) on
 // the MLP with the given activation and emits it into workDir/name.
@@ -370,7 +311,7 @@ for _, m := range regexp.MustCompile(`(?m)^\)\s*(\w+_inst|\w+_source_0)\s*\(`).F
 	fmt.Fprintf(&b, "`%s` ", m[1])
 }
 display.Markdown(b.String())
-display.HTML(highlightSV(top, 520))
+widget.Show(&widget.Source{Name: "top.sv", Language: "systemverilog", Text: top, MaxHeight: 520})
 """)
 
 md(r"""
@@ -464,7 +405,7 @@ if len(inAt) > 0 && inAt[0] > 3 {
 	start = edges[inAt[0]-3]
 }
 end := edges[min(len(edges)-1, outAt[len(outAt)-1]+3)]
-display.SVG(string(must1(vcd.SVG(dump, vcd.Options{Signals: signals, Start: start, End: end, Width: 1100, Radix: vcd.Signed}))))
+widget.Show(must1(widget.Waveform("Waveform: "+filepath.Base(wave), dump, vcd.Options{Signals: signals, Start: start, End: end, Width: 1100, Radix: vcd.Signed})))
 latency := outAt[0] - inAt[0]
 interval := inAt[1] - inAt[0]
 unit := dump.Timescale
@@ -515,7 +456,7 @@ top := string(must1(os.ReadFile(filepath.Join(dir, "top.sv"))))
 inst := regexp.MustCompile(`(?s)// \w+\n(fixed_leaky_relu #\(.*?\) \w+_inst)`).FindStringSubmatch(top)
 display.Markdown(b.String())
 if inst != nil {
-	display.HTML(highlightSV(inst[1], 400))
+	widget.Show(&widget.Source{Name: "top.sv: the Leaky ReLU instance", Language: "systemverilog", Text: inst[1], MaxHeight: 400})
 }
 simulate("Leaky ReLU MLP, parallelism 4", dir, d, quickOr(200, 1000))
 

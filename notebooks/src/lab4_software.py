@@ -63,6 +63,7 @@ import (
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/perf"
 	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/widget"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -94,8 +95,8 @@ func quickOr[T any](quick, full T) T {
 }
 
 // showLine and showBars render a chart inline (and in the HTML report).
-func showLine(c plot.Chart) { display.SVG(string(must1(plot.LineSVG(c)))) }
-func showBars(b plot.BarChart) { display.SVG(string(must1(plot.BarSVG(b)))) }
+func showLine(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
+func showBars(b plot.BarChart) { widget.Show(must1(widget.BarChart(b))) }
 
 // dur formats a duration with three significant digits.
 func dur(d time.Duration) string {

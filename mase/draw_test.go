@@ -1,0 +1,44 @@
+package mase_test
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/models"
+)
+
+func TestWidgetAndLegend(t *testing.T) {
+	m, err := models.NewMLP(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mg.Widget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := w.HTML()
+	n := len(mg.Graph.Nodes())
+	for _, want := range []string{"MaseGraph: " + strconv.Itoa(n) + " nodes", "call_module", "#bbdefb", `data-gmw-action="zoom-in"`, "<svg"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("graph widget lacks %q", want)
+		}
+	}
+	legend := mase.NodeLegend()
+	if len(legend) != 6 || legend[0].Label != "placeholder (input)" || legend[5].Color != "#ffccbc" {
+		t.Errorf("NodeLegend = %+v", legend)
+	}
+	// Outside a notebook Draw needs a file; with one it writes the SVG.
+	if err := mg.Draw(""); err == nil || !strings.Contains(err.Error(), "not in a notebook") {
+		t.Errorf("Draw(\"\") outside a notebook = %v", err)
+	}
+	if err := mg.Draw(filepath.Join(t.TempDir(), "g.svg")); err != nil {
+		t.Error(err)
+	}
+}
