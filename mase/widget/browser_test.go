@@ -104,7 +104,11 @@ func TestWidgetsInBrowser(t *testing.T) {
 		dir = t.TempDir()
 	}
 	p := filepath.Join(dir, "widgets.html")
-	if err := widget.WriteHTML(p, "Every widget", allWidgets(t)...); err != nil {
+	ws := allWidgets(t)
+	// A page whose style sheet shrinks every SVG to its container's width
+	// (as Jupyter's output areas do) must not distort the zoomed graph.
+	hostile := widget.HTMLWidget(`<style>div.hostile div svg{max-width:100%;height:auto}</style><div class="hostile" style="width:40px">` + ws[0].HTML() + `</div>`)
+	if err := widget.WriteHTML(p, "Every widget", append(ws, hostile)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := labs.CheckSVGVisible(p); err != nil {
@@ -132,6 +136,11 @@ func TestWidgetsInBrowser(t *testing.T) {
   document.querySelectorAll('table.gmw-table th')[0].click(); out.byName = names();
   document.querySelectorAll('[data-gmw-action="svg"], [data-gmw-action="png"]').forEach(function (b) { b.click(); });
   out.installed = window.gomaseWidgets.version;
+  var h = document.querySelector('.hostile .gmw-zoom');
+  var hs = h.querySelector('.gmw-view svg');
+  h.querySelector('[data-gmw-action="zoom-in"]').click();
+  var r = hs.getBoundingClientRect();
+  out.hostileRatio = (r.width / r.height) / (hs.width.baseVal.value / hs.height.baseVal.value);
   setTimeout(function () { done(out); }, 300);
 `)
 	if err != nil {
@@ -145,6 +154,7 @@ func TestWidgetsInBrowser(t *testing.T) {
 		Level                string
 		Asc, Desc, ByName    string
 		Installed            int
+		HostileRatio         float64
 	}
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
@@ -154,6 +164,9 @@ func TestWidgetsInBrowser(t *testing.T) {
 	}
 	if got.After < 1.5*got.Before || got.Level != "156%" || got.Reset != got.Before {
 		t.Errorf("zoom: width %.0f → %.0f (%s) → reset %.0f; want two 1.25× steps and back", got.Before, got.After, got.Level, got.Reset)
+	}
+	if got.HostileRatio < 0.99 || got.HostileRatio > 1.01 {
+		t.Errorf("zoomed graph under a shrinking style sheet has aspect %.3f of its own; want 1", got.HostileRatio)
 	}
 	if got.Asc != "bac" || got.Desc != "cab" || got.ByName != "abc" {
 		t.Errorf("sorting: ascending %q, descending %q, by name %q; want bac, cab, abc (0.9 < 2 < 10 numerically)", got.Asc, got.Desc, got.ByName)

@@ -133,14 +133,14 @@ const assets = `<style>
 .gmw-view:focus{border-color:#0969da}
 .gmw-zoom .gmw-view{cursor:grab}
 .gmw-zoom .gmw-view.gmw-drag{cursor:grabbing}
-.gmw-view svg{display:block;max-width:none}
+.gmw-view svg{display:block;max-width:none!important;max-height:none!important}
 .gmw-legend{display:flex;flex-wrap:wrap;gap:.3em 1em;margin:.3em 0}
 .gmw-key{display:inline-flex;align-items:center;gap:.35em}
 .gmw-swatch{display:inline-block;width:14px;height:14px;border:1px solid #888;border-radius:3px}
 .gmw-hint{color:#57606a;font-size:11px}
 table.gmw-table{border-collapse:collapse;margin:.3em 0}
 table.gmw-table caption{caption-side:top;text-align:left;font-weight:600;padding:.2em 0}
-table.gmw-table th,table.gmw-table td{border:1px solid #d0d7de;padding:3px 8px}
+table.gmw-table th,table.gmw-table td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 table.gmw-table th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
 table.gmw-table th::after{content:" \2195";color:#aaa;font-size:10px}
 table.gmw-table th.gmw-asc::after{content:" \25B2";color:#0969da}
@@ -187,9 +187,16 @@ pre.gmw-src .n{color:#0550ae}pre.gmw-src .b{color:#8250df}pre.gmw-src .m{color:#
     img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(svgText(svg));
   }
   function natural(svg) {
+    // The drawing's own size (its width and height attributes, in px),
+    // whatever the page's style sheets did to it; else its laid-out size.
     if (!svg.gmwSize) {
-      var r = svg.getBoundingClientRect();
-      svg.gmwSize = {w: r.width, h: r.height};
+      var w = 0, h = 0;
+      try { w = svg.width.baseVal.value; h = svg.height.baseVal.value; } catch (err) {}
+      if (!(w > 0 && h > 0) || svg.width.baseVal.unitType === 2 || svg.height.baseVal.unitType === 2) {
+        var r = svg.getBoundingClientRect();
+        w = r.width; h = r.height;
+      }
+      svg.gmwSize = {w: w, h: h};
     }
     return svg.gmwSize;
   }
@@ -198,6 +205,7 @@ pre.gmw-src .n{color:#0550ae}pre.gmw-src .b{color:#8250df}pre.gmw-src .m{color:#
     var n = natural(svg);
     s = Math.min(8, Math.max(0.05, s));
     w.gmwScale = s;
+    svg.style.setProperty('max-width', 'none', 'important');
     svg.style.width = (n.w * s) + 'px';
     svg.style.height = (n.h * s) + 'px';
     var z = w.querySelector('.gmw-zoomlevel');
