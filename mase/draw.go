@@ -105,21 +105,25 @@ func (mg *MaseGraph) Widget() (*widget.Figure, error) {
 }
 
 // Draw renders the graph (MASE's mg.draw). Under GoNB it is shown inline
-// as a zoomable widget with a colour legend; with a non-empty path the SVG
-// is also written there (.svg, or .dot for the DOT source). Outside a notebook and without a path it returns an
+// as a zoomable widget with a colour legend; with a non-empty path it is
+// also written there: .svg (the drawing), .html (a standalone page holding
+// the zoomable widget) or .dot (the DOT source). Outside a notebook and without a path it returns an
 // error saying so, rather than drawing nowhere.
 func (mg *MaseGraph) Draw(path string) error {
 	if strings.HasSuffix(path, ".dot") {
 		return writeFile(path, []byte(mg.DOT()))
 	}
-	if path != "" && !strings.HasSuffix(path, ".svg") {
-		return fmt.Errorf("draw: unsupported file type %q (allowed: .svg, .dot)", filepath.Ext(path))
+	if path != "" && !strings.HasSuffix(path, ".svg") && !strings.HasSuffix(path, ".html") {
+		return fmt.Errorf("draw: unsupported file type %q (allowed: .svg, .html, .dot)", filepath.Ext(path))
 	}
 	w, err := mg.Widget()
 	if err != nil {
 		return err
 	}
 	shown := widget.Show(w)
+	if strings.HasSuffix(path, ".html") {
+		return widget.WriteHTML(path, w.Title, w)
+	}
 	if path != "" {
 		return writeFile(path, w.SVG)
 	}

@@ -1,6 +1,7 @@
 package mase_test
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,7 +39,21 @@ func TestWidgetAndLegend(t *testing.T) {
 	if err := mg.Draw(""); err == nil || !strings.Contains(err.Error(), "not in a notebook") {
 		t.Errorf("Draw(\"\") outside a notebook = %v", err)
 	}
-	if err := mg.Draw(filepath.Join(t.TempDir(), "g.svg")); err != nil {
+	dir := t.TempDir()
+	if err := mg.Draw(filepath.Join(dir, "g.svg")); err != nil {
 		t.Error(err)
+	}
+	if err := mg.Draw(filepath.Join(dir, "g.html")); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "g.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(page); !strings.Contains(s, "<!DOCTYPE html>") || !strings.Contains(s, `data-gmw-action="zoom-in"`) || !strings.Contains(s, "call_method") {
+		t.Errorf("g.html is not a page with the zoomable graph and its legend")
+	}
+	if err := mg.Draw(filepath.Join(dir, "g.png")); err == nil || !strings.Contains(err.Error(), "allowed: .svg, .html, .dot") {
+		t.Errorf("Draw(.png) = %v, want the allowed types named", err)
 	}
 }

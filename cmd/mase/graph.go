@@ -16,7 +16,7 @@ import (
 func init() {
 	register(command{
 		name:  "graph",
-		usage: "--model bert-tiny|mlp [--inputs input_ids,attention_mask,labels] [--pass NAME ...] [--draw FILE.svg] [--json] [--seed N] [--data-dir DIR]",
+		usage: "--model bert-tiny|mlp [--inputs input_ids,attention_mask,labels] [--pass NAME ...] [--draw FILE.svg|.html|.dot] [--json] [--seed N] [--data-dir DIR]",
 		short: "trace a model into a MaseGraph, run passes, print or draw it",
 		run:   runGraph,
 	})
@@ -47,7 +47,7 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	inputs := fs.String("inputs", "", "comma-separated inputs to trace (default: the model's, input_ids for BERT)")
 	var passNames stringList
 	fs.Var(&passNames, "pass", "pass to run, repeatable: "+strings.Join(passes.SimpleNames(), ", "))
-	drawPath := fs.String("draw", "", "write the graph drawing to this .svg (or .dot) file")
+	drawPath := fs.String("draw", "", "write the graph drawing to this file: .svg, .html (a page with the zoomable graph and its legend) or .dot")
 	asJSON := fs.Bool("json", false, "print the nodes with their common metadata as JSON")
 	seed := fs.Uint64("seed", 0, "seed of the model's random initialisation")
 	dataDir := dataDirFlag(fs)

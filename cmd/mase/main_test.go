@@ -137,7 +137,7 @@ func TestGraphBadInput(t *testing.T) {
 		{[]string{"graph", "--model", "resnet"}, "unknown model \"resnet\" (allowed: bert-tiny, mlp, resnet18)"},
 		{[]string{"graph", "--model", "bert-tiny", "--pass", "quantize_everything"}, "unknown pass \"quantize_everything\" (allowed:"},
 		{[]string{"graph", "--model", "bert-tiny", "--inputs", "input_ids,pixels"}, "unknown input \"pixels\""},
-		{[]string{"graph", "--model", "mlp", "--draw", "g.png"}, "allowed: .svg, .dot"},
+		{[]string{"graph", "--model", "mlp", "--draw", "g.png"}, "allowed: .svg, .html, .dot"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
