@@ -90,10 +90,11 @@ func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
 	if err := pageTemplate.Execute(&buf, page); err != nil {
 		return fmt.Errorf("rendering report: %w", err)
 	}
-	if err := CheckOffline(buf.String()); err != nil {
+	doc := widget.DedupeAssets(buf.String()) // one copy of the widgets' style and script
+	if err := CheckOffline(doc); err != nil {
 		return fmt.Errorf("report is not self-contained: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err := io.WriteString(w, doc)
 	return err
 }
 

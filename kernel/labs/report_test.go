@@ -2,6 +2,7 @@ package labs
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/mase/widget"
 )
 
 // remoteAttrRE is the test's own, independent notion of "fetches from the
@@ -113,5 +116,37 @@ func TestRemoteResources(t *testing.T) {
 	}
 	if !strings.Contains(clean, "<script>inline()</script>") || !strings.Contains(clean, `href="https://ok.example/"`) {
 		t.Errorf("StripRemote removed more than remote resources:\n%s", clean)
+	}
+}
+
+// TestReportWidgetAssetsOnce: every widget output carries the widgets'
+// style and script; the report keeps one copy.
+func TestReportWidgetAssetsOnce(t *testing.T) {
+	out := func(w widget.Widget) string {
+		b, err := json.Marshal(w.HTML())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `{"output_type": "display_data", "metadata": {}, "data": {"text/html": ` + string(b) + `}}`
+	}
+	src := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "gomase"}}, "cells": [
+	 {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "%%", "outputs": [` + out(widget.NewTable("first", "x")) + `]},
+	 {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 2, "source": "%%", "outputs": [` + out(widget.NewTable("second", "y")) + `]}]}`
+	nb, err := ParseNotebook([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := RenderHTML(&buf, nb, ReportInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if n := strings.Count(page, "window.gomaseWidgets = {version"); n != 1 {
+		t.Errorf("report holds the widget script %d times, want 1", n)
+	}
+	for _, c := range []string{"<caption>first</caption>", "<caption>second</caption>"} {
+		if !strings.Contains(page, c) {
+			t.Errorf("report lost %s", c)
+		}
 	}
 }

@@ -59,7 +59,20 @@ func Page(title string, ws ...Widget) []byte {
 		b.WriteByte('\n')
 	}
 	b.WriteString("</body>\n</html>\n")
-	return b.Bytes()
+	return []byte(DedupeAssets(b.String()))
+}
+
+// DedupeAssets keeps the first copy of the widgets' style sheet and script
+// in an HTML document and drops the others: every fragment carries them so
+// that it stands alone, but a page of many widgets (a notebook's report)
+// needs them once, before the first widget.
+func DedupeAssets(doc string) string {
+	i := strings.Index(doc, assets)
+	if i < 0 {
+		return doc
+	}
+	end := i + len(assets)
+	return doc[:end] + strings.ReplaceAll(doc[end:], assets, "")
 }
 
 // WriteHTML writes Page(title, ws...) to path atomically (a temporary file
@@ -120,9 +133,22 @@ func fileName(title, fallback string) string {
 	return s
 }
 
-// assets is the style sheet and script every fragment carries. The script
-// installs its handlers once per page (a second copy returns at once).
-const assets = `<style>
+// assets is the style sheet and script every fragment carries (the source
+// below with each line's indentation dropped). The script installs its
+// handlers once per page (a second copy returns at once).
+var assets = compact(assetsSource)
+
+// compact drops the leading white space of every line: harmless in CSS and
+// in this script (no multi-line strings), a fifth of the bytes.
+func compact(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, " \t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+const assetsSource = `<style>
 .gmw{margin:.6em 0;font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;font-size:13px;color:#1f2328}
 .gmw-figure{width:fit-content;max-width:100%}.gmw-figure.gmw-zoom{width:auto}
 .gmw-bar{display:flex;flex-wrap:wrap;align-items:center;gap:.4em;margin:.2em 0}

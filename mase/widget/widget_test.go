@@ -116,3 +116,20 @@ func TestShowOutsideNotebook(t *testing.T) {
 		t.Error("Show reported showing outside a notebook")
 	}
 }
+
+func TestDedupeAssets(t *testing.T) {
+	a, b := NewTable("a", "x"), NewTable("b", "y")
+	page := string(Page("two tables", a, b))
+	if n := strings.Count(page, "window.gomaseWidgets = {version"); n != 1 {
+		t.Errorf("page holds the widget script %d times, want 1", n)
+	}
+	if strings.Index(page, "<style>") > strings.Index(page, "gmw-tablebox") {
+		t.Error("the style sheet must come before the first widget")
+	}
+	if !strings.Contains(page, "<caption>a</caption>") || !strings.Contains(page, "<caption>b</caption>") {
+		t.Error("a table was lost")
+	}
+	if got := DedupeAssets("<p>no widgets</p>"); got != "<p>no widgets</p>" {
+		t.Errorf("DedupeAssets changed a page without widgets: %q", got)
+	}
+}

@@ -99,29 +99,23 @@ func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
 // show renders a line chart inline (and in the HTML report).
 func show(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
 
-// table prints a study's completed trials, best first.
+// table shows a study's completed trials, best first (click a header to sort by another column).
 func table(st *search.Study, attrs ...string) {
 	ts := must1(st.Trials())
 	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Value > ts[j].Value })
-	var b strings.Builder
-	b.WriteString("| trial | value | layers | heads | hidden | intermediate | identities |")
-	for _, a := range attrs {
-		b.WriteString(" " + a + " |")
-	}
-	b.WriteString("\n|---|---|---|---|---|---|---|" + strings.Repeat("---|", len(attrs)) + "\n")
+	tbl := widget.NewTable(st.Name()+": completed trials", append([]string{"trial", "value", "layers", "heads", "hidden", "intermediate", "identities"}, attrs...)...)
 	for _, t := range ts {
 		if t.State != search.Complete {
 			continue
 		}
 		u := t.UserAttrs
-		fmt.Fprintf(&b, "| %d | %.4f | %v | %v | %v | %v | %v |", t.Number, t.Value, u["num_hidden_layers"], u["num_attention_heads"],
-			u["hidden_size"], u["intermediate_size"], u["identities"])
+		row := []any{t.Number, t.Value, u["num_hidden_layers"], u["num_attention_heads"], u["hidden_size"], u["intermediate_size"], u["identities"]}
 		for _, a := range attrs {
-			fmt.Fprintf(&b, " %.4f |", u[a])
+			row = append(row, u[a])
 		}
-		b.WriteString("\n")
+		must(tbl.AddRow(row...))
 	}
-	display.Markdown(b.String())
+	widget.Show(tbl)
 }
 
 // meanStd returns the mean and the population standard deviation.

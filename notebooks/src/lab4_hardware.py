@@ -535,14 +535,13 @@ for _, par := range quickOr([]int{4}, []int{1, 2, 4}) {
 		fmt.Printf("%s, parallelism %d: %s (%s)\n", act, par, s, time.Since(t).Round(100*time.Millisecond))
 	}
 }
-var b strings.Builder
-b.WriteString("**Whole design** (`top`, Yosys `synth -flatten -lut 4`)\n\n| activation | parallelism | LUT4 | flip-flops | cells | Yosys time |\n|---|---|---|---|---|---|\n")
+whole := widget.NewTable("Whole design (top, Yosys synth -flatten -lut 4)", "activation", "parallelism", "LUT4", "flip-flops", "cells", "Yosys time (s)")
 for _, r := range rows {
-	fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", r.name, r.par, r.luts, r.ffs, r.cells, r.took.Round(100*time.Millisecond))
+	must(whole.AddRow(r.name, r.par, r.luts, r.ffs, r.cells, r.took.Round(100*time.Millisecond).Seconds()))
 }
 
 // The components alone, with the parallelism-4 designs' parameters.
-b.WriteString("\n**Components alone** (parallelism 4, the designs' parameters)\n\n| component (node) | LUT4 | flip-flops | cells |\n|---|---|---|---|\n")
+parts := widget.NewTable("Components alone (parallelism 4, the designs' parameters)", "component", "node", "LUT4", "flip-flops", "cells")
 comp := map[string]*synth.Stats{}
 for i, key := range []string{"relu_p4", "leaky_relu_p4"} {
 	for j, l := range designs[key].Layers {
@@ -551,10 +550,10 @@ for i, key := range []string{"relu_p4", "leaky_relu_p4"} {
 		}
 		s := must1(synth.Component(context.Background(), l.Module, layerParams(l), synth.Options{}))
 		comp[l.Module] = s
-		fmt.Fprintf(&b, "| `%s` (%s) | %d | %d | %d |\n", l.Module, l.Node, s.LUTs, s.FlipFlops, s.Cells)
+		must(parts.AddRow(l.Module, l.Node, s.LUTs, s.FlipFlops, s.Cells))
 	}
 }
-display.Markdown(b.String())
+widget.Show(whole, parts)
 
 cats := []string{}
 var luts, ffs []float64
