@@ -99,7 +99,9 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		if *check && r.OK() {
 			r.Err = checkReport(r.Report)
 		}
-		if _, err := labs.WriteIndex(outDir, done, run); err != nil {
+		progress := run
+		progress.Pending = notebooks[len(done):]
+		if _, err := labs.WriteIndex(outDir, done, progress); err != nil {
 			fmt.Fprintf(stderr, "index: %v\n", err)
 		}
 	}

@@ -22,6 +22,10 @@ type IndexInfo struct {
 	// Machine, Backend and Commit describe where and what ran; see
 	// DescribeRun for how they are found.
 	Machine, Backend, Commit string
+	// Pending lists the notebooks (paths) of a run still in progress that
+	// have no result yet, in the order they will run: the first is shown
+	// as running, the others as waiting.
+	Pending []string
 }
 
 // DescribeRun fills an IndexInfo for a run started now in the checkout at
@@ -65,7 +69,8 @@ func cpuModel() string {
 // indexRow is one notebook on the index page.
 type indexRow struct {
 	Name, Title, Status, Time, Link, Error string
-	OK                                     bool
+	// Class styles the status: ok, failed or pending.
+	Class string
 }
 
 // WriteIndex writes index.html into dir: one line per result with the
@@ -78,11 +83,8 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 	var total time.Duration
 	failed := 0
 	for _, r := range results {
-		row := indexRow{Name: r.Name, Title: r.Name, Status: "OK", OK: r.OK(), Time: formatDuration(r.Duration)}
+		row := indexRow{Name: r.Name, Title: titleOf(r.Notebook, r.Name), Status: "OK", Class: "ok", Time: formatDuration(r.Duration)}
 		total += r.Duration
-		if nb, err := ReadNotebook(r.Notebook); err == nil {
-			row.Title = notebookTitle(nb, r.Name)
-		}
 		if r.Report != "" {
 			if rel, err := filepath.Rel(dir, r.Report); err == nil {
 				row.Link = filepath.ToSlash(rel)
@@ -90,8 +92,16 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 		}
 		if !r.OK() {
 			failed++
-			row.Status = "FAILED"
+			row.Status, row.Class = "FAILED", "failed"
 			row.Error = firstLine(StripANSI(r.Err.Error()))
+		}
+		rows = append(rows, row)
+	}
+	for i, nb := range info.Pending {
+		name := notebookName(nb)
+		row := indexRow{Name: name, Title: titleOf(nb, name), Status: "waiting", Class: "pending"}
+		if i == 0 {
+			row.Status = "running"
 		}
 		rows = append(rows, row)
 	}
@@ -103,7 +113,8 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 	err := indexPage.Execute(&buf, map[string]any{
 		"Date":    info.Started.Format("2006-01-02 15:04 MST"),
 		"Machine": info.Machine, "Backend": info.Backend, "Commit": info.Commit, "Mode": mode,
-		"Rows": rows, "Total": formatDuration(total), "Failed": failed, "Count": len(rows),
+		"Rows": rows, "Total": formatDuration(total), "Failed": failed, "Count": len(results),
+		"Pending": len(info.Pending),
 	})
 	if err != nil {
 		return "", fmt.Errorf("index page: %w", err)
@@ -111,11 +122,27 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 	if err := CheckOffline(buf.String()); err != nil {
 		return "", fmt.Errorf("index page: %w", err)
 	}
+	// Written whole and renamed into place: a browser reloading the page
+	// during a run never reads half of it.
 	path := filepath.Join(dir, "index.html")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("writing the index page: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("writing the index page: %w", err)
 	}
 	return path, nil
+}
+
+// titleOf is a notebook's title (its first heading), or name if it cannot
+// be read.
+func titleOf(path, name string) string {
+	if nb, err := ReadNotebook(path); err == nil {
+		return notebookTitle(nb, name)
+	}
+	return name
 }
 
 var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
@@ -124,7 +151,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <style>
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:.4rem .6rem;text-align:left;vertical-align:top}
-th{background:#f4f4f4}.ok{color:#176317;font-weight:600}.failed{color:#a11;font-weight:600}
+th{background:#f4f4f4}.ok{color:#176317;font-weight:600}.failed{color:#a11;font-weight:600}.pending{color:#777;font-style:italic}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}.err{font-size:.85em;color:#a11}
 </style></head><body>
 <h1>gomase lab reports</h1>
@@ -134,11 +161,11 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-we
 <dt>backend</dt><dd>{{.Backend}}</dd>
 <dt>mode</dt><dd>{{.Mode}}</dd>
 <dt>commit</dt><dd>{{.Commit}}</dd>
-<dt>wall time</dt><dd>{{.Total}} for {{.Count}} notebook(s){{if .Failed}}, {{.Failed}} failed{{end}}</dd>
+<dt>wall time</dt><dd>{{.Total}} for {{.Count}} notebook(s){{if .Failed}}, {{.Failed}} failed{{end}}{{if .Pending}}; {{.Pending}} still to run (reload this page to follow the run){{end}}</dd>
 </dl>
 <table>
 <tr><th>notebook</th><th>title</th><th>status</th><th>wall time</th></tr>
-{{range .Rows}}<tr><td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Title}}</td><td class="{{if .OK}}ok{{else}}failed{{end}}">{{.Status}}{{if .Error}}<div class="err">{{.Error}}</div>{{end}}</td><td>{{.Time}}</td></tr>
+{{range .Rows}}<tr><td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Title}}</td><td class="{{.Class}}">{{.Status}}{{if .Error}}<div class="err">{{.Error}}</div>{{end}}</td><td>{{.Time}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

@@ -46,6 +46,31 @@ func TestWriteIndex(t *testing.T) {
 	}
 }
 
+// TestWriteIndexInProgress: during a run the notebooks still to come are
+// listed, the first as running, and the page is replaced whole.
+func TestWriteIndexInProgress(t *testing.T) {
+	dir := t.TempDir()
+	done := []Result{{Notebook: "lab0.ipynb", Name: "lab0", Duration: time.Second}}
+	info := IndexInfo{Started: time.Now(), Pending: []string{"notebooks/lab1.ipynb", "notebooks/lab2.ipynb"}}
+	path, err := WriteIndex(dir, done, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{`<td class="pending">running</td>`, `<td class="pending">waiting</td>`, "1 notebook(s); 2 still to run", ">lab2<"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index lacks %q:\n%s", want, page)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the directory, want only index.html", len(entries))
+	}
+}
+
 func TestDescribeRun(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "")
 	info := DescribeRun(t.TempDir(), false)
