@@ -27,10 +27,10 @@ labs: setup build
 vet:
 	$(GO) vet ./...
 
-## unit: every Go test; browser-driven tests leave their screenshots in $(ARTEFACTS).
+## unit: every Go test (a package may take minutes on a cold build cache: the kernel tests compile GoMLX in GoNB); browser-driven tests leave their screenshots in $(ARTEFACTS).
 ARTEFACTS ?= $(CURDIR)/$(REPORTS)/artefacts
 unit:
-	GOMASE_ARTEFACTS=$(ARTEFACTS) $(GO) test ./...
+	GOMASE_ARTEFACTS=$(ARTEFACTS) $(GO) test -timeout 25m ./...
 
 ## fuzz: run each fuzz target for a bounded number of inputs ($(FUZZTIME) each; an iteration count, not a duration, so a loaded machine cannot trip the fuzzer's deadline).
 FUZZTIME ?= 30000x
