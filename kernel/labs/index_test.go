@@ -9,6 +9,20 @@ import (
 	"time"
 )
 
+// writeIndex writes the index and returns its text.
+func writeIndex(t *testing.T, dir string, results []Result, info IndexInfo) string {
+	t.Helper()
+	path, err := WriteIndex(dir, results, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestWriteIndex(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.ipynb")
@@ -21,15 +35,7 @@ func TestWriteIndex(t *testing.T) {
 		{Notebook: filepath.Join(dir, "missing.ipynb"), Name: "lab2", Duration: 2 * time.Second, Err: errors.New("cell 3 failed:\npanic")},
 	}
 	info := IndexInfo{Started: time.Date(2026, 11, 23, 15, 4, 0, 0, time.UTC), Quick: true, Machine: "m: cpu, 2 cores", Backend: "go", Commit: "abc123"}
-	path, err := WriteIndex(dir, results, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
+	page := writeIndex(t, dir, results, info)
 	for _, want := range []string{
 		`<a href="lab1.html">lab1</a>`, "Lab &lt;1&gt; &amp; friends", "1m15s", "2026-11-23 15:04 UTC",
 		"m: cpu, 2 cores", "abc123", "quick (GOMASE_QUICK=1)", "FAILED", "cell 3 failed:", "1 failed", "2 notebook(s)",
@@ -52,15 +58,7 @@ func TestWriteIndexInProgress(t *testing.T) {
 	dir := t.TempDir()
 	done := []Result{{Notebook: "lab0.ipynb", Name: "lab0", Duration: time.Second}}
 	info := IndexInfo{Started: time.Now(), Pending: []string{"notebooks/lab1.ipynb", "notebooks/lab2.ipynb"}}
-	path, err := WriteIndex(dir, done, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
+	page := writeIndex(t, dir, done, info)
 	for _, want := range []string{`<td class="pending">running</td>`, `<td class="pending">waiting</td>`, "1 notebook(s); 2 still to run", ">lab2<"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("index lacks %q:\n%s", want, page)
