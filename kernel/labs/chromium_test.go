@@ -170,3 +170,28 @@ func TestRunScriptAndScreenshot(t *testing.T) {
 		t.Errorf("screenshot has %d non-white pixels, want the page drawn", n)
 	}
 }
+
+// BenchmarkCheckPage times the browser check of one report (the outputs
+// fixture: two SVGs), as `mase labs --check` runs it on every report.
+func BenchmarkCheckPage(b *testing.B) {
+	if _, err := os.Stat(Chromium); err != nil {
+		b.Fatalf("needs %s: run make setup", Chromium)
+	}
+	nb, err := ReadNotebook(filepath.Join("testdata", "outputs.ipynb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := RenderHTML(&buf, nb, ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(b.TempDir(), "outputs.html")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := CheckPage(p, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
