@@ -40,6 +40,7 @@ run of the whole design 2–3 s): 200 random vectors per design, synthesis at pa
 code(r"""
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"html"
@@ -90,7 +91,9 @@ func showBars(b plot.BarChart) { widget.Show(must1(widget.BarChart(b))) }
 
 // workDir is where every design of this notebook is emitted. GoNB runs every cell as a program of its own, so
 // what one cell leaves for a later one (the designs, a few measured facts) lives here; the first cell empties it.
-var workDir = filepath.Join(os.TempDir(), "gomase-lab4hw")
+// It is inside the kernel's own temporary directory (GoNB's $GONB_TMP_DIR, removed when the kernel stops), so two
+// kernels running this notebook at once do not share it.
+var workDir = filepath.Join(cmp.Or(os.Getenv("GONB_TMP_DIR"), os.TempDir()), "gomase-lab4hw")
 
 // saveFact and fact pass a measured result (Markdown text) from one cell to a later one.
 func saveFact(name, text string) { must(os.WriteFile(filepath.Join(workDir, name+".fact"), []byte(text), 0o644)) }
