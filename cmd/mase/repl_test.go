@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,10 +115,10 @@ func TestREPL(t *testing.T) {
 		t.Errorf("mase repl did not exit with status 0:\n%s", tail(final, 10))
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for len(kernelPIDs(s.runtimeDir)) > 0 && time.Now().Before(deadline) {
+	for len(labs.KernelProcesses(s.runtimeDir)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
-	if pids := kernelPIDs(s.runtimeDir); len(pids) > 0 {
+	if pids := labs.KernelProcesses(s.runtimeDir); len(pids) > 0 {
 		t.Errorf("the kernel (pids %v) still runs after the REPL quit", pids)
 	}
 	if _, err := os.Stat(svgFile); svgFile != "" && err == nil {
@@ -278,34 +277,7 @@ func tail(s string, n int) string {
 // kill stops the tmux server and any kernel started from the session.
 func (s *replSession) kill() {
 	s.tmux(nil, "kill-server")
-	pids := kernelPIDs(s.runtimeDir)
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGTERM) // GoNB stops its gopls on SIGTERM
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(kernelPIDs(s.runtimeDir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, pid := range kernelPIDs(s.runtimeDir) {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// kernelPIDs lists the processes whose command line names a file in
-// runtimeDir: the kernels started by the session's console.
-func kernelPIDs(runtimeDir string) []int {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var pids []int
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(cmdline, []byte(runtimeDir+"/")) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	labs.StopKernels(s.runtimeDir, 5*time.Second)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

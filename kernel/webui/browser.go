@@ -17,6 +17,7 @@ import (
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/launcher/flags"
 	"github.com/go-rod/rod/lib/proto"
+	"github.com/gomase/gomase/kernel/labs"
 )
 
 // browser is a headless Chromium started by rod's launcher from a given
@@ -102,7 +103,7 @@ func (b *browser) close() {
 	}
 	b.launcher.Kill()
 	if b.pid > 0 {
-		waitGone(b.pid, 10*time.Second)
+		labs.WaitGone(b.pid, 10*time.Second)
 	}
 }
 

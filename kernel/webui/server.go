@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -254,7 +253,7 @@ func (s *Server) stop() error {
 			return fmt.Errorf("webui: jupyter notebook (pid %d) did not exit after SIGKILL", s.cmd.Process.Pid)
 		}
 	}
-	if left := killKernels(s.runtimeDir); len(left) > 0 {
+	if left := labs.StopKernels(s.runtimeDir, 5*time.Second); len(left) > 0 {
 		return fmt.Errorf("webui: kernel processes %v of the stopped server could not be killed", left)
 	}
 	return nil
@@ -282,80 +281,6 @@ func (s *Server) shutdownKernels() {
 			resp.Body.Close()
 		}
 	}
-}
-
-// killKernels kills the processes whose command line names a file in
-// runtimeDir (the kernels' connection files), with their process group
-// when they lead one. It returns the pids still alive afterwards.
-func killKernels(runtimeDir string) []int {
-	pids := processesMentioning(runtimeDir + string(filepath.Separator))
-	for _, pid := range pids {
-		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	var alive []int
-	for _, pid := range pids {
-		if !waitGone(pid, 5*time.Second) {
-			alive = append(alive, pid)
-		}
-	}
-	return alive
-}
-
-// processesMentioning lists the processes (other than this one) whose
-// command line contains s, from /proc.
-func processesMentioning(s string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(cmdline), s) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// waitGone waits until pid no longer exists (or is a zombie) or timeout.
-func waitGone(pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if !alive(pid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesised command name: "pid (comm) S ...".
-	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z'
-	}
-	return true
 }
 
 // freePort returns a TCP port free on 127.0.0.1 right now.
