@@ -11,29 +11,36 @@ import (
 	"github.com/gomase/gomase/mase/widget"
 )
 
-// nodeColours gives each node kind a fill colour readable with black text;
-// legendOrder lists the kinds in the order the legend shows them.
-var nodeColours = map[ir.OpKind]string{
-	ir.Placeholder:  "#c8e6c9", // green: inputs
-	ir.GetAttr:      "#e0e0e0", // grey: constants
-	ir.CallModule:   "#bbdefb", // blue: modules (Linear, LayerNorm, ...)
-	ir.CallFunction: "#fff9c4", // yellow: functions (add, matmul, ...)
-	ir.CallMethod:   "#e1bee7", // purple: tensor methods (view, size, ...)
-	ir.Output:       "#ffccbc", // orange: output
+// nodeKinds gives each node kind a fill colour readable with black text
+// and its legend label, in the order the legend shows them.
+var nodeKinds = []struct {
+	kind          ir.OpKind
+	colour, label string
+}{
+	{ir.Placeholder, "#c8e6c9", "placeholder (input)"}, // green
+	{ir.GetAttr, "#e0e0e0", "get_attr (constant)"},     // grey
+	{ir.CallModule, "#bbdefb", "call_module"},          // blue: Linear, LayerNorm, ...
+	{ir.CallFunction, "#fff9c4", "call_function"},      // yellow: add, matmul, ...
+	{ir.CallMethod, "#e1bee7", "call_method"},          // purple: view, size, ...
+	{ir.Output, "#ffccbc", "output"},                   // orange
 }
 
-var legendOrder = []ir.OpKind{ir.Placeholder, ir.GetAttr, ir.CallModule, ir.CallFunction, ir.CallMethod, ir.Output}
+// nodeColour is the fill colour of a node kind ("" for none).
+func nodeColour(k ir.OpKind) string {
+	for _, n := range nodeKinds {
+		if n.kind == k {
+			return n.colour
+		}
+	}
+	return ""
+}
 
 // NodeLegend returns the colour of every node kind of the drawings, in
 // the order inputs, constants, modules, functions, methods, output.
 func NodeLegend() []widget.LegendEntry {
-	labels := map[ir.OpKind]string{
-		ir.Placeholder: "placeholder (input)", ir.GetAttr: "get_attr (constant)", ir.CallModule: "call_module",
-		ir.CallFunction: "call_function", ir.CallMethod: "call_method", ir.Output: "output",
-	}
-	out := make([]widget.LegendEntry, len(legendOrder))
-	for i, k := range legendOrder {
-		out[i] = widget.LegendEntry{Color: nodeColours[k], Label: labels[k]}
+	out := make([]widget.LegendEntry, len(nodeKinds))
+	for i, n := range nodeKinds {
+		out[i] = widget.LegendEntry{Color: n.colour, Label: n.label}
 	}
 	return out
 }
@@ -67,7 +74,7 @@ func (mg *MaseGraph) DOT() string {
 			}
 		}
 		// Node names are unique in the graph, so they are safe DOT ids.
-		_ = d.AddNode(n.Name, map[string]string{"label": strings.Join(lines, "\n"), "fillcolor": nodeColours[n.Op]})
+		_ = d.AddNode(n.Name, map[string]string{"label": strings.Join(lines, "\n"), "fillcolor": nodeColour(n.Op)})
 	}
 	for _, n := range mg.Graph.Nodes() {
 		for _, in := range n.Inputs() {
@@ -107,8 +114,9 @@ func (mg *MaseGraph) Widget() (*widget.Figure, error) {
 // Draw renders the graph (MASE's mg.draw). Under GoNB it is shown inline
 // as a zoomable widget with a colour legend; with a non-empty path it is
 // also written there: .svg (the drawing), .html (a standalone page holding
-// the zoomable widget) or .dot (the DOT source). Outside a notebook and without a path it returns an
-// error saying so, rather than drawing nowhere.
+// the zoomable widget) or .dot (the DOT source). Outside a notebook and
+// without a path it returns an error saying so, rather than drawing
+// nowhere.
 func (mg *MaseGraph) Draw(path string) error {
 	if strings.HasSuffix(path, ".dot") {
 		return writeFile(path, []byte(mg.DOT()))

@@ -117,7 +117,7 @@ func Waveform(title string, d *vcd.Dump, opts vcd.Options) (*Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Figure{Title: title, SVG: svg, Zoomable: true, MaxHeight: 0}, nil
+	return &Figure{Title: title, SVG: svg, Zoomable: true}, nil
 }
 
 // Graph shows a drawn graph (Graphviz SVG) as a zoomable Figure with a
