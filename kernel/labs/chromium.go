@@ -180,18 +180,24 @@ func RunScript(ctx context.Context, htmlPath, js string) (value json.RawMessage,
 		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
-	p := filepath.Join(tmp, "page.html")
+	return runScript(ctx, page, tmp, htmlPath, js)
+}
+
+// runScript is RunScript on a page already read, working in the directory
+// tmp; name says which page it is in errors.
+func runScript(ctx context.Context, page []byte, tmp, name, js string) (json.RawMessage, []string, error) {
+	p := filepath.Join(tmp, "script.html")
 	doc := injectScript(injectEarly(page, consoleJS), fmt.Sprintf(runScriptJS, js))
 	if err := os.WriteFile(p, doc, 0o644); err != nil {
 		return nil, nil, err
 	}
-	dom, err := runChromium(ctx, filepath.Join(tmp, "profile"), "--window-size=1280,1024", "--dump-dom", fileURL(p))
+	dom, err := runChromium(ctx, filepath.Join(tmp, "script-profile"), "--window-size=1280,1024", "--dump-dom", fileURL(p))
 	if err != nil {
 		return nil, nil, err
 	}
 	m := scriptResultRE.FindSubmatch(dom)
 	if m == nil {
-		return nil, nil, fmt.Errorf("the page script never called done on %s (no result in --dump-dom output; %d bytes)", htmlPath, len(dom))
+		return nil, nil, fmt.Errorf("the page script never called done on %s (no result in --dump-dom output; %d bytes)", name, len(dom))
 	}
 	var res struct {
 		Value  json.RawMessage `json:"value"`
@@ -346,7 +352,7 @@ func inspect(ctx context.Context, htmlPath string, requireSVG bool) (*SVGCheck, 
 	}
 
 	// Run 1: measure in place.
-	raw, consoleErrs, err := RunScript(ctx, htmlPath, domCheckJS)
+	raw, consoleErrs, err := runScript(ctx, page, tmp, htmlPath, domCheckJS)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +450,7 @@ func nonWhite(img image.Image, r image.Rectangle) int {
 }
 
 // headOpenRE finds where a document's first script can go.
-var headOpenRE = regexp.MustCompile(`(?i)<head[^>]*>|<html[^>]*>`)
+var headOpenRE = regexp.MustCompile(`(?i)<(head|html)(\s[^>]*)?>`)
 
 // injectEarly adds an inline script before anything else of the document
 // can run: right after <head> (or <html>), else at the very start.

@@ -195,3 +195,15 @@ func BenchmarkCheckPage(b *testing.B) {
 		}
 	}
 }
+
+func TestInjectEarly(t *testing.T) {
+	for _, tc := range []struct{ page, want string }{
+		{`<!DOCTYPE html><html lang="en"><head><title>t</title>`, `<!DOCTYPE html><html lang="en"><script>S</script><head><title>t</title>`},
+		{`<HEAD><title>t</title>`, `<HEAD><script>S</script><title>t</title>`},
+		{`<body><header>x</header></body>`, `<script>S</script><body><header>x</header></body>`}, // <header> is no <head>
+	} {
+		if got := string(injectEarly([]byte(tc.page), "S")); got != tc.want {
+			t.Errorf("injectEarly(%q) = %q, want %q", tc.page, got, tc.want)
+		}
+	}
+}
