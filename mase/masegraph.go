@@ -70,13 +70,14 @@ func (mg *MaseGraph) Module(n *ir.Node) (nn.Module, error) {
 	return m, nil
 }
 
-// Run executes the graph in eval mode (compiled: one GoMLX computation) and
-// returns its outputs.
+// Run executes the graph in eval mode (compiled: one GoMLX computation,
+// freed after the call) and returns its outputs, which are the caller's.
 func (mg *MaseGraph) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
 	c, err := execute.Compile(mg.Model, mg.Graph, execute.Mode{})
 	if err != nil {
 		return nil, err
 	}
+	defer c.Close()
 	return c.Run(inputs)
 }
 

@@ -146,6 +146,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *packGroup != 0 {
 		workload += fmt.Sprintf(", Linear layers packed as MXINT8 (group size %d)", *packGroup)
 	}
+	// The inputs live on the device for the whole timing, as a PyTorch
+	// timing keeps its batch on the GPU.
+	for _, t := range inputs {
+		if err := t.MaterializeOnDevice(onBackend, false, 0); err != nil {
+			return fmt.Errorf("putting the inputs on the device: %w", err)
+		}
+		defer t.FinalizeAll()
+	}
 	c, err := perf.Compare(workload, newRunner, inputs, perf.Options{Iters: ns, Warmup: *warmup,
 		Progress: func(mode string, calls int) { fmt.Fprintf(stderr, "%s: %d calls\n", mode, calls) }})
 	if err != nil {

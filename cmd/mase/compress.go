@@ -53,6 +53,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 42, "seed")
 	plotPath := fs.String("plot", "", "write the sweep's chart as SVG to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object per point, then a summary")
+	shapes := addTrainingFlags(fs)
 	dataDir := dataDirFlag(fs)
 	if err := parseFlagsOnly(fs, args[1:]); err != nil {
 		return err
@@ -84,6 +85,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	cfg := finetune.FromScratch()
 	cfg.LearningRate, cfg.Seed = *lr, *seed
 	o := finetune.Options{Model: "bert-tiny", Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen, Seed: *seed}
+	if err := shapes.apply(&cfg, &o); err != nil {
+		return err
+	}
 	progress := func(title string) train.Progress {
 		if *asJSON {
 			return nil

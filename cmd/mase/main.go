@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/datadir"
+	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/train"
 )
 
 // command is one `mase <name>` subcommand.
@@ -109,4 +111,33 @@ func oneLine(s string) string {
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// trainingFlags are the training-step and batch-shape flags of the
+// commands that train (train, compress, search).
+type trainingFlags struct {
+	trainer                  *string
+	padMultiple, evalBatches *int
+}
+
+func addTrainingFlags(fs *flag.FlagSet) trainingFlags {
+	return trainingFlags{
+		trainer: fs.String("trainer", "", "training step: fused (forward and backward compiled, AdamW in Go: the Go backend's default) or graph "+
+			"(the whole step one executable, parameters and optimizer state on the device: the default on XLA/GPU)"),
+		padMultiple: fs.Int("pad-to-multiple-of", 0, "pad batch lengths up to a multiple of this (0: the backend's, 32 on the Go backend, 64 on XLA)"),
+		evalBatches: fs.Int("eval-batch-size", 0, "evaluation batch size (0: the backend's, the training batch size on the Go backend, 64 on XLA)"),
+	}
+}
+
+// apply sets the flags into a training config and fine-tuning options.
+func (f trainingFlags) apply(cfg *train.Config, o *finetune.Options) error {
+	if *f.padMultiple < 0 || *f.evalBatches < 0 {
+		return fmt.Errorf("--pad-to-multiple-of %d, --eval-batch-size %d: want ≥ 0 (0: the backend's)", *f.padMultiple, *f.evalBatches)
+	}
+	cfg.Trainer = *f.trainer
+	o.PadToMultipleOf, o.EvalBatchSize = *f.padMultiple, *f.evalBatches
+	if cfg.Trainer != "" && cfg.Trainer != train.FusedTrainer && cfg.Trainer != train.GraphTrainer {
+		return fmt.Errorf("--trainer %q: allowed fused, graph (or empty for the backend's choice)", cfg.Trainer)
+	}
+	return nil
 }

@@ -49,6 +49,7 @@ type searchFlags struct {
 	lr                                            float64
 	quick                                         bool
 	timeout                                       time.Duration
+	training                                      trainingFlags
 }
 
 // Quick mode's data scale: 2,000 SST-2 sentences cut to 32 tokens, on
@@ -101,6 +102,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.epochs, "epochs", 1, "training epochs per trial (0: evaluate without training)")
 	fs.Float64Var(&f.lr, "lr", finetune.FromScratch().LearningRate, "peak learning rate")
 	fs.StringVar(&f.plot, "plot", "", "write the best-so-far chart of the study as SVG to this file")
+	f.training = addTrainingFlags(fs)
 	dataDir := dataDirFlag(fs)
 	nasFlags := addNASFlags(fs)
 	mpFlags := addMixedPrecisionFlags(fs)
@@ -267,6 +269,9 @@ func searchSession(f searchFlags, stderr io.Writer) (*compress.Session, error) {
 	o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen, Seed: f.seed}
 	cfg := finetune.FromScratch()
 	cfg.LearningRate, cfg.Seed, cfg.Epochs = f.lr, f.seed, f.epochs
+	if err := f.training.apply(&cfg, &o); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil && f.epochs > 0 {
 		return nil, err
 	}

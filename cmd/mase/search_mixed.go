@@ -79,6 +79,9 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, _ map[string]bool, stderr
 		cfg.Epochs = *m.startEpochs
 		o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen,
 			Seed: f.seed, Train: &cfg, Out: sess.Checkpoint}
+		if err := f.training.apply(&cfg, &o); err != nil {
+			return nil, nil, "", err
+		}
 		fmt.Fprintf(stderr, "training the starting model (%d epoch(s))\n", *m.startEpochs)
 		res, err := finetune.Run(o)
 		if err != nil {

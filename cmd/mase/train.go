@@ -15,7 +15,8 @@ func init() {
 	register(command{
 		name: "train",
 		usage: "--model bert-tiny --dataset imdb|imdb-sample|sst2 [--epochs E] [--limit N] [--eval-limit N] [--max-len L] " +
-			"[--lr LR] [--warmup RATIO] [--lora-rank R] [--lora-alpha A] [--freeze-embeddings] [--out CKPT] [--seed S] [--json]",
+			"[--lr LR] [--warmup RATIO] [--lora-rank R] [--lora-alpha A] [--freeze-embeddings] [--group-by-length] [--trainer fused|graph] " +
+			"[--pad-to-multiple-of N] [--eval-batch-size N] [--out CKPT] [--seed S] [--json]",
 		short: "fine-tune a model on a sentiment dataset and print the metrics (Lab 0 Tutorial 2)",
 		run:   runTrain,
 	})
@@ -42,6 +43,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and dropout")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
+	shapes := addTrainingFlags(fs)
 	dataDir := dataDirFlag(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
@@ -57,6 +59,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	cfg.Epochs, cfg.LearningRate, cfg.WarmupRatio, cfg.BatchSize = *epochs, *lr, *warmup, *batch
 	opts := finetune.Options{Model: *model, Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen,
 		Train: &cfg, LoRARank: *loraRank, LoRAAlpha: *loraAlpha, FreezeEmbeddings: *freeze, GroupByLength: *groupByLength, Out: *out, Seed: *seed}
+	if err := shapes.apply(&cfg, &opts); err != nil {
+		return err
+	}
 	if !*quiet {
 		opts.Progress = &train.TerminalProgress{W: stderr}
 	}
@@ -69,8 +74,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	fmt.Fprintf(stdout, "%s on %s: %d training examples, %d steps in %.1f s (%.1f samples/s)\n",
-		res.Model, res.Dataset, res.TrainExamples, res.History.Steps, res.History.Seconds, res.SamplesPerSec)
+	fmt.Fprintf(stdout, "%s on %s: %d training examples, %d steps in %.1f s (%.1f samples/s; %s trainer, %d compiles in %.1f s)\n",
+		res.Model, res.Dataset, res.TrainExamples, res.History.Steps, res.History.Seconds, res.SamplesPerSec,
+		res.Trainer, res.Compiles.Training.Count, res.Compiles.Training.Seconds)
 	fmt.Fprintf(stdout, "trainable parameters: %d of %d\n", res.Trainable, res.Parameters)
 	fmt.Fprintf(stdout, "%s accuracy: baseline %.4f → trained %.4f\n", res.EvalSplit, res.Baseline.Accuracy, res.Final.Accuracy)
 	if res.Fused != nil {

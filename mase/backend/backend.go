@@ -15,6 +15,7 @@ package backend
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -84,4 +85,14 @@ func quietly(fn func()) {
 	os.Stdout = devnull
 	defer func() { os.Stdout = saved }()
 	fn()
+}
+
+// IsGo reports whether be is GoMLX's pure-Go backend (counted or not).
+func IsGo(be compute.Backend) bool { return IsGoName(be.Name()) }
+
+// IsGoName reports whether a backend name, as Backend.Name gives it, is
+// the Go backend's ("Go Backend" in compute v0.1.2).
+func IsGoName(name string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(name), " ")
+	return strings.EqualFold(first, "go")
 }

@@ -15,7 +15,7 @@ import (
 //	Open("xla:/opt/pjrt/x.so")  // XLA on that PJRT plugin file
 //
 // Every call creates a new backend, owned by the caller; Default is the
-// shared one. Open never downloads anything: go-xla's plugin auto-install
+// shared one. The backend counts its live buffers (see Counted). Open never downloads anything: go-xla's plugin auto-install
 // is switched off and the plugin is always given to it by absolute path.
 // The XLA backend needs a binary built with cgo on linux/amd64 or
 // linux/arm64 (see XLAAvailable); elsewhere the xla forms fail with an
@@ -32,6 +32,14 @@ func Open(spec string) (compute.Backend, error) {
 
 // OpenSpec is Open for a parsed specification.
 func OpenSpec(s Spec) (compute.Backend, error) {
+	b, err := openSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	return Counted(b), nil
+}
+
+func openSpec(s Spec) (compute.Backend, error) {
 	switch s.Backend {
 	case "go":
 		config := DefaultConfig

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -174,7 +175,7 @@ func NewCompiled(be compute.Backend, m *nn.Model, g *ir.Graph, mode execute.Mode
 	var kept []string
 	skipped := map[string]string{}
 	for _, name := range selected {
-		if r, ok := rewriteNamed(name); ok && r.Host && !runsHostKernels(be.Name()) {
+		if r, ok := rewriteNamed(name); ok && r.Host && !backend.IsGo(be) {
 			skipped[name] = fmt.Sprintf("host kernels are for the Go backend; %s fuses the GoMLX ops itself", be.Name())
 			continue
 		}
@@ -192,14 +193,6 @@ func NewCompiled(be compute.Backend, m *nn.Model, g *ir.Graph, mode execute.Mode
 		return nil, nil, err
 	}
 	return r, rep, nil
-}
-
-// runsHostKernels reports whether a backend, by its Name(), is the Go
-// backend ("Go Backend" in compute v0.1.2), the one our host kernels are
-// for.
-func runsHostKernels(backendName string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(backendName), " ")
-	return strings.EqualFold(first, "go")
 }
 
 // rewriteNamed returns the rewrite called name.

@@ -6,14 +6,15 @@
 package compress
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
-	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/tokenizer"
@@ -30,6 +31,9 @@ type Session struct {
 	Train, Test *data.Pretokenized
 	// Batch sets batch size, truncation, padding and the shuffling seed.
 	Batch data.BatchOptions
+	// EvalBatchSize is the evaluation batch size (0: the backend's,
+	// train.ShapesFor, else Batch.BatchSize).
+	EvalBatchSize int
 	// Config is the optimiser setting of QAT and of fine-tuning after
 	// pruning (Epochs included).
 	Config train.Config
@@ -42,14 +46,45 @@ type Session struct {
 	// Verbose keeps the passes' per-module log lines inside sweeps (they
 	// are silenced by default: 14 lines per point).
 	Verbose bool
+
+	totals *compileTotals // shared by copies of the session
+}
+
+// compileTotals sums the executables a session's runs compiled.
+type compileTotals struct {
+	mu sync.Mutex
+	c  train.Compiles
+}
+
+// tally adds c to the session's totals.
+func (s *Session) tally(c train.Compiles) {
+	if s.totals == nil {
+		s.totals = &compileTotals{}
+	}
+	s.totals.mu.Lock()
+	defer s.totals.mu.Unlock()
+	s.totals.c = s.totals.c.Add(c)
+}
+
+// Compiles returns the executables compiled so far by the session's
+// training runs and evaluations, with their compile seconds (the search
+// objectives report the difference per trial).
+// Copies of the session made after the first call share its totals.
+func (s *Session) Compiles() train.Compiles {
+	if s.totals == nil {
+		s.totals = &compileTotals{}
+	}
+	s.totals.mu.Lock()
+	defer s.totals.mu.Unlock()
+	return s.totals.c
 }
 
 // NewSession loads o's training and evaluation splits
 // (finetune.LoadSplits: dataset, limits, seed), tokenises them with
 // bert-base-uncased and returns a session that trains with cfg, batched
 // as the trainer batches: cfg.BatchSize, truncation to o.MaxLen (0:
-// tokenizer.ModelMaxLength), dynamic padding to finetune.PadMultiple,
-// shuffled with o.Seed. Set Checkpoint and the progress reporters on the
+// tokenizer.ModelMaxLength), padding as finetune.Batching says, shuffled
+// with o.Seed. Set Checkpoint and the progress reporters on the
 // result as needed.
 func NewSession(o finetune.Options, cfg train.Config) (*Session, error) {
 	trainSplit, testSplit, err := finetune.LoadSplits(o)
@@ -64,9 +99,14 @@ func NewSession(o finetune.Options, cfg train.Config) (*Session, error) {
 	if maxLen == 0 {
 		maxLen = tokenizer.ModelMaxLength
 	}
+	o.MaxLen = maxLen
+	trainOpts, evalOpts, err := finetune.Batching(o, cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	trainOpts.Shuffle = false // fineTune shuffles
 	return &Session{Train: data.Pretokenize(trainSplit.Examples, tok), Test: data.Pretokenize(testSplit.Examples, tok),
-		Batch:  data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: maxLen, PadToMultipleOf: finetune.PadMultiple, Seed: o.Seed},
-		Config: cfg}, nil
+		Batch: trainOpts, EvalBatchSize: evalOpts.BatchSize, Config: cfg}, nil
 }
 
 // Load imports a fresh copy of the checkpoint.
@@ -81,6 +121,8 @@ func (s *Session) Load() (*mase.MaseGraph, error) {
 func (s *Session) evalBatches() train.Batches {
 	o := s.Batch
 	o.Shuffle, o.BucketByLength = false, true
+	shapes, _ := train.DefaultShapes() // a backend error surfaces when evaluating
+	o.BatchSize = cmp.Or(s.EvalBatchSize, shapes.EvalBatchSize, o.BatchSize)
 	return finetune.EpochBatches(s.Test, o)(0)
 }
 
@@ -89,11 +131,14 @@ func (s *Session) Evaluate(mg *mase.MaseGraph) (train.Metrics, error) {
 	if s.Test == nil {
 		return train.Metrics{}, fmt.Errorf("compress: Session.Test is nil")
 	}
-	c, err := execute.Compile(mg.Model, mg.Graph, execute.Mode{})
+	e, err := train.NewEvaluator(mg)
 	if err != nil {
 		return train.Metrics{}, err
 	}
-	return train.Evaluate(c, s.evalBatches())
+	defer e.Close()
+	m, err := e.Evaluate(s.evalBatches())
+	s.tally(e.Compiles())
+	return m, err
 }
 
 // FineTune trains mg for Config.Epochs over the training split and
@@ -111,6 +156,7 @@ func (s *Session) fineTune(mg *mase.MaseGraph, title string, makeProgress func(s
 	if err != nil {
 		return nil, err
 	}
+	defer tr.Close()
 	o := s.Batch
 	o.Shuffle = true
 	steps := data.NumBatches(s.Train.Len(), o.BatchSize, o.DropLast)
@@ -118,7 +164,10 @@ func (s *Session) fineTune(mg *mase.MaseGraph, title string, makeProgress func(s
 	if makeProgress != nil {
 		progress = makeProgress(title)
 	}
-	return tr.Train(finetune.EpochBatches(s.Train, o), steps, progress)
+	h, err := tr.Train(finetune.EpochBatches(s.Train, o), steps, progress)
+	training, _ := tr.Compiles()
+	s.tally(training)
+	return h, err
 }
 
 // Quietly runs f with the passes' per-module log lines silenced unless

@@ -63,7 +63,16 @@ type BatchOptions struct {
 	// MaxLength. Compiled backends build one executable per input shape, so
 	// fewer distinct lengths mean fewer compilations. 0 or 1: no rounding.
 	PadToMultipleOf int
+	// PadBatch fills a short last batch up to BatchSize with padding rows
+	// (all [PAD], mask 0, label IgnoreLabel, index -1), so that every batch
+	// has the same size: on compiled backends, one executable less. The
+	// loss and the metrics leave such rows out.
+	PadBatch bool
 }
+
+// IgnoreLabel is the label of PadBatch's padding rows: PyTorch's
+// ignore_index, which the loss (nn.IgnoreIndex) and the metrics skip.
+const IgnoreLabel int32 = -100
 
 // Validate reports an option out of range, saying what is allowed.
 func (o BatchOptions) Validate() error {
@@ -104,8 +113,20 @@ type Batch struct {
 	Indices []int
 }
 
-// Size returns the number of rows.
+// Size returns the number of rows, padding rows (PadBatch) included.
 func (b *Batch) Size() int { return len(b.InputIDs) }
+
+// Examples returns the number of rows that hold an example (not
+// PadBatch's padding rows).
+func (b *Batch) Examples() int {
+	n := 0
+	for _, i := range b.Indices {
+		if i >= 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // SeqLen returns the padded sequence length (the longest row).
 func (b *Batch) SeqLen() int {
@@ -331,7 +352,11 @@ func batches(n int, labels []int32, ids func(idx []int) [][]int32, opts BatchOpt
 					groups = shuffled
 				}
 				for _, g := range groups {
-					if !send(batchOrErr{b: makeBatch(g, idx, rows, labels, opts.PadToMultipleOf, maxLen)}) {
+					b := makeBatch(g, idx, rows, labels, opts.PadToMultipleOf, maxLen)
+					if opts.PadBatch {
+						b.padRows(opts.BatchSize)
+					}
+					if !send(batchOrErr{b: b}) {
 						return
 					}
 				}
@@ -392,4 +417,16 @@ func makeBatch(g, idx []int, rows [][]int32, labels []int32, multiple, maxLen in
 		b.Indices[i] = idx[p]
 	}
 	return b
+}
+
+// padRows appends padding rows (PadBatch) until the batch has size rows.
+func (b *Batch) padRows(size int) {
+	seq := b.SeqLen()
+	for len(b.InputIDs) < size {
+		b.InputIDs = append(b.InputIDs, make([]int32, seq)) // PadID is 0
+		b.AttentionMask = append(b.AttentionMask, make([]int32, seq))
+		b.Labels = append(b.Labels, IgnoreLabel)
+		b.Lengths = append(b.Lengths, 0)
+		b.Indices = append(b.Indices, -1)
+	}
 }

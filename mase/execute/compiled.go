@@ -144,10 +144,15 @@ func checkNoExtraInputs(inputs map[string]*tensors.Tensor, takes []string) error
 }
 
 // Run executes the graph and returns the output tensors (one, or one per
-// element of an output tuple).
+// element of an output tuple): they are the caller's to finalize. Device
+// copies of inputs Run uploaded are freed before it returns.
 func (c *Compiled) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
-	outs, _, err := c.run(inputs)
-	return outs, err
+	outs, rec, err := c.run(inputs)
+	if err != nil {
+		return nil, err
+	}
+	finalize(outs[rec.nOutputs:]) // captured intermediates nobody asked for
+	return outs[:rec.nOutputs], nil
 }
 
 func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *buildRecord, error) {
@@ -155,6 +160,11 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 	if err != nil {
 		return nil, nil, err
 	}
+	uploaded := make([]*tensors.Tensor, len(args))
+	for i, a := range args {
+		uploaded[i] = a.(*tensors.Tensor)
+	}
+	defer releaseUploads(hostResident(uploaded))
 	outs, err := c.exec.Call(args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("executing graph: %w", err)
@@ -162,11 +172,20 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 	c.mu.Lock()
 	rec := c.traced
 	c.mu.Unlock()
-	if rec == nil || len(outs) < rec.nOutputs {
+	if rec == nil {
+		finalize(outs)
+		return nil, nil, fmt.Errorf("executing graph: internal error: the graph was not built")
+	}
+	if len(outs) < rec.nOutputs {
+		finalize(outs)
 		return nil, nil, fmt.Errorf("executing graph: got %d outputs, want %d", len(outs), rec.nOutputs)
 	}
 	return outs, rec, nil
 }
+
+// Close frees the compiled executables. The Compiled must not be used
+// after.
+func (c *Compiled) Close() { c.exec.Finalize() }
 
 // RunCapture executes a graph compiled with capture and returns the value
 // of every node: tensors for tensor nodes, Go constants for the rest. The

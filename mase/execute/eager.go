@@ -10,10 +10,12 @@ import (
 )
 
 // Runner runs a MaseGraph on inputs by name; Compiled, Eager and
-// Segmented are Runners.
+// Segmented are Runners. The tensors Run returns are the caller's (free
+// them with FinalizeAll when done); Close frees the runner's executables.
 type Runner interface {
 	Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error)
 	InputNames() []string
+	Close()
 }
 
 var (

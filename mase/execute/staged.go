@@ -41,6 +41,9 @@ type stage struct {
 	// the order of first use; liveOut the stage's nodes read after it.
 	external []*ir.Node
 	liveOut  []*ir.Node
+	// dead lists the nodes whose values nothing reads after this stage
+	// (and the output does not return): Run frees their tensors then.
+	dead []*ir.Node
 }
 
 // stageKey identifies a stage's executable: the stage and its input
@@ -111,7 +114,36 @@ func newStaged(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, split f
 		}
 		s.stages = append(s.stages, st)
 	}
+	s.planRelease()
 	return s, nil
+}
+
+// planRelease fills each stage's dead list: a value dies after the last
+// stage that reads it, or after its own stage when no stage reads it,
+// unless the output node returns it.
+func (s *staged) planRelease() {
+	returned := map[*ir.Node]bool{}
+	if out := s.mg.OutputNode(); out != nil {
+		for _, x := range out.Inputs() {
+			returned[x] = true
+		}
+	}
+	last := map[*ir.Node]int{}
+	for i, st := range s.stages {
+		for _, n := range s.recorded(st) {
+			last[n] = i
+		}
+		for _, x := range st.external {
+			if x.Op != ir.Placeholder {
+				last[x] = i
+			}
+		}
+	}
+	for n, i := range last {
+		if !returned[n] {
+			s.stages[i].dead = append(s.stages[i].dead, n)
+		}
+	}
 }
 
 // isHostNode reports whether n runs on the host.
@@ -126,28 +158,50 @@ func isHostNode(n *ir.Node) bool {
 // InputNames returns the graph's inputs.
 func (s *staged) InputNames() []string { return append([]string(nil), s.inputs...) }
 
+// Close frees every stage's executables. The runner must not be used after.
+func (s *staged) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, se := range s.execs {
+		se.exec.Finalize()
+		delete(s.execs, k)
+	}
+}
+
 // Run executes the stages in order and returns the output tensors (one,
 // or one per element of an output tuple).
 func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
 	if err := checkNoExtraInputs(inputs, s.inputs); err != nil {
 		return nil, err
 	}
+	out := s.mg.OutputNode()
+	if out == nil {
+		return nil, fmt.Errorf("graph has no output node")
+	}
 	vals := map[*ir.Node]any{}
+	var given []*tensors.Tensor
 	for _, p := range s.mg.Placeholders() {
 		t, ok := inputs[p.Target]
 		if !ok {
 			return nil, fmt.Errorf("missing input %q (the graph takes %v)", p.Target, s.inputs)
 		}
 		vals[p] = t
+		given = append(given, t)
 	}
+	defer releaseUploads(hostResident(given))
+	held := newHeldTensors(given)
 	for _, st := range s.stages {
 		if err := s.runStage(st, vals); err != nil {
+			held.releaseAll()
 			return nil, err
 		}
-	}
-	out := s.mg.OutputNode()
-	if out == nil {
-		return nil, fmt.Errorf("graph has no output node")
+		for _, n := range s.recorded(st) {
+			held.hold(vals[n])
+		}
+		for _, n := range st.dead {
+			held.drop(vals[n])
+			delete(vals, n)
+		}
 	}
 	return flattenOutput(resolveArg(out.Args()[0], vals))
 }
@@ -183,18 +237,23 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 			args[i] = t
 		}
 		if len(args) == 0 {
-			args = []any{tensors.FromScalar(float32(0))}
+			dummy := tensors.FromScalar(float32(0))
+			defer finalize([]*tensors.Tensor{dummy})
+			args = []any{dummy}
 		}
 		outs, err := se.exec.Call(args...)
 		if err != nil {
 			return s.stageError(st, err)
 		}
 		if !se.built {
+			finalize(outs)
 			return s.stageError(st, fmt.Errorf("internal error: the executable was not built"))
 		}
 		if len(outs) < se.nOutputs {
+			finalize(outs)
 			return s.stageError(st, fmt.Errorf("got %d outputs, want %d", len(outs), se.nOutputs))
 		}
+		finalize(outs[se.nOutputs:]) // the placeholder output of a constants-only stage
 		for i, n := range s.recorded(st) {
 			vals[n] = fillOutputs(se.values[i], outs)
 		}

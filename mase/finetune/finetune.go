@@ -7,13 +7,13 @@
 package finetune
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
-	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/tokenizer"
@@ -43,6 +43,11 @@ type Options struct {
 	// (HF's group_by_length): less padding, so a faster epoch on long,
 	// varied texts such as IMDb; batches still come in a seeded random order.
 	GroupByLength bool
+	// PadToMultipleOf rounds batch lengths up to a multiple of this and
+	// EvalBatchSize sets the evaluation batch size; 0 takes the backend's
+	// (train.ShapesFor: 32 and the training batch size on the Go backend,
+	// 64 and 64 with fixed-size batches on XLA).
+	PadToMultipleOf, EvalBatchSize int
 	// Out, when set, is where the trained MaseGraph is exported
 	// (Out.safetensors + Out.json).
 	Out      string
@@ -62,6 +67,8 @@ func FromScratch() train.Config {
 
 // Result is what Run measured.
 type Result struct {
+	Trainer       string         `json:"trainer"`
+	Compiles      RunCompiles    `json:"compiles"`
 	Model         string         `json:"model"`
 	Dataset       string         `json:"dataset"`
 	TrainExamples int            `json:"train_examples"`
@@ -75,9 +82,48 @@ type Result struct {
 	Final         train.Metrics  `json:"final"`
 	Fused         *train.Metrics `json:"fused,omitempty"`
 	History       *train.History `json:"history"`
-	SamplesPerSec float64        `json:"train_samples_per_s"`
-	Checkpoint    string         `json:"checkpoint,omitempty"`
-	Seconds       float64        `json:"seconds"`
+	// SamplesPerSec is training examples per second of training, the
+	// compiles left out (History.StepSeconds).
+	SamplesPerSec float64 `json:"train_samples_per_s"`
+	Checkpoint    string  `json:"checkpoint,omitempty"`
+	Seconds       float64 `json:"seconds"`
+}
+
+// RunCompiles are the executables a run compiled for training and for
+// evaluation, each with its compile seconds.
+type RunCompiles struct {
+	Training   train.Compiles `json:"training"`
+	Evaluation train.Compiles `json:"evaluation"`
+}
+
+// Batching returns the batch options of o's training and evaluation
+// batches of batchSize examples on the default backend: truncation to
+// o.MaxLen (0: 512), length buckets and batch padding as train.ShapesFor
+// says unless o overrides them; training batches are shuffled with o.Seed
+// (and grouped by length with o.GroupByLength), evaluation batches are
+// always grouped by length, unshuffled.
+func Batching(o Options, batchSize int) (trainOpts, evalOpts data.BatchOptions, err error) {
+	shapes, err := train.DefaultShapes()
+	if err != nil {
+		return trainOpts, evalOpts, err
+	}
+	return BatchingFor(o, batchSize, shapes)
+}
+
+// BatchingFor is Batching with the given backend shapes.
+func BatchingFor(o Options, batchSize int, shapes train.Shapes) (trainOpts, evalOpts data.BatchOptions, err error) {
+	maxLen := cmp.Or(o.MaxLen, tokenizer.ModelMaxLength)
+	multiple := cmp.Or(o.PadToMultipleOf, shapes.PadToMultipleOf)
+	trainOpts = data.BatchOptions{BatchSize: batchSize, MaxLength: maxLen, Shuffle: true, Seed: o.Seed,
+		PadToMultipleOf: multiple, BucketByLength: o.GroupByLength, PadBatch: shapes.FixedBatch}
+	// Evaluation batches are always length-bucketed: accuracy does not
+	// depend on the order, and sorted batches carry far less padding.
+	evalOpts = data.BatchOptions{BatchSize: cmp.Or(o.EvalBatchSize, shapes.EvalBatchSize, batchSize), MaxLength: maxLen,
+		PadToMultipleOf: multiple, BucketByLength: true, PadBatch: shapes.FixedBatch}
+	if err := trainOpts.Validate(); err != nil {
+		return trainOpts, evalOpts, err
+	}
+	return trainOpts, evalOpts, evalOpts.Validate()
 }
 
 // LoadSplits loads the dataset's training split and its evaluation split
@@ -189,7 +235,8 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Model: o.Model, Dataset: o.Dataset, TrainExamples: trainSplit.Len(), EvalExamples: evalSplit.Len(),
+	defer tr.Close()
+	res := &Result{Trainer: tr.Kind(), Model: o.Model, Dataset: o.Dataset, TrainExamples: trainSplit.Len(), EvalExamples: evalSplit.Len(),
 		EvalSplit: evalSplit.Name, Config: cfg, LoRARank: o.LoRARank}
 	if res.Dataset == "" {
 		res.Dataset = "imdb"
@@ -199,11 +246,10 @@ func Run(o Options) (*Result, error) {
 
 	trainData := data.Pretokenize(trainSplit.Examples, tok)
 	evalData := data.Pretokenize(evalSplit.Examples, tok)
-	trainOpts := data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: o.MaxLen, Shuffle: true, Seed: o.Seed,
-		PadToMultipleOf: PadMultiple, BucketByLength: o.GroupByLength}
-	// Evaluation batches are always length-bucketed: accuracy does not
-	// depend on the order, and sorted batches carry far less padding.
-	evalOpts := data.BatchOptions{BatchSize: cfg.BatchSize, MaxLength: o.MaxLen, PadToMultipleOf: PadMultiple, BucketByLength: true}
+	trainOpts, evalOpts, err := Batching(o, cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
 	if res.Baseline, err = tr.Evaluate(EpochBatches(evalData, evalOpts)(0)); err != nil {
 		return nil, err
 	}
@@ -211,7 +257,7 @@ func Run(o Options) (*Result, error) {
 	if res.History, err = tr.Train(EpochBatches(trainData, trainOpts), steps, o.Progress); err != nil {
 		return nil, err
 	}
-	res.SamplesPerSec = float64(res.History.Examples) / res.History.Seconds
+	res.SamplesPerSec = float64(res.History.Examples) / max(res.History.StepSeconds(), 1e-9)
 	if res.Final, err = tr.Evaluate(EpochBatches(evalData, evalOpts)(0)); err != nil {
 		return nil, err
 	}
@@ -219,16 +265,13 @@ func Run(o Options) (*Result, error) {
 		if mg, _, err = passes.FuseLoRA(mg); err != nil {
 			return nil, err
 		}
-		fused, err := execute.Compile(mg.Model, mg.Graph, execute.Mode{})
-		if err != nil {
-			return nil, err
-		}
-		m, err := train.Evaluate(fused, EpochBatches(evalData, evalOpts)(0))
+		m, err := train.EvaluateGraph(mg, EpochBatches(evalData, evalOpts)(0))
 		if err != nil {
 			return nil, err
 		}
 		res.Fused = &m
 	}
+	res.Compiles.Training, res.Compiles.Evaluation = tr.Compiles()
 	if o.Out != "" {
 		if err := checkpoint.Export(o.Out, mg, checkpoint.Spec{Model: o.Model, Seed: o.Seed}); err != nil {
 			return nil, err
@@ -238,9 +281,3 @@ func Run(o Options) (*Result, error) {
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
-
-// PadMultiple rounds padded batch lengths up to a multiple of 32: each
-// distinct input shape costs one compilation of the training step, so
-// padding to any of 16 lengths (up to 512) instead of any of 512 keeps
-// compilation a small part of an epoch.
-const PadMultiple = 32

@@ -45,10 +45,17 @@ func TrainConfig() train.Config {
 	return c
 }
 
-// Batch returns the batching options: batch 8, truncation to the
-// options' length, dynamic padding to a multiple of 32.
+// Batch returns the training batch options: batch 8, truncation to the
+// options' length, padding as the backend wants it (finetune.Batching).
 func Batch(o finetune.Options) data.BatchOptions {
-	return data.BatchOptions{BatchSize: 8, MaxLength: o.MaxLen, Seed: o.Seed, PadToMultipleOf: finetune.PadMultiple}
+	trainOpts, _, err := finetune.Batching(o, 8)
+	if err != nil {
+		// Only a backend that cannot be opened fails here; training
+		// reports that again, with its cause.
+		return data.BatchOptions{BatchSize: 8, MaxLength: o.MaxLen, Seed: o.Seed}
+	}
+	trainOpts.Shuffle = false // the trainer's callers shuffle per epoch
+	return trainOpts
 }
 
 // Splits loads and pretokenises the training and test splits of o.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/compress"
@@ -169,6 +170,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 	if err := t.Context().Err(); err != nil {
 		return 0, err
 	}
+	start, compiled := time.Now(), o.Session.Compiles()
 	var (
 		mg   *mase.MaseGraph
 		sum  Summary
@@ -238,6 +240,9 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 		attrs = append(attrs, attr{"mase_w_avg_bits", bits.WeightAvgBits}, attr{"mase_data_avg_bits", bits.DataAvgBits})
 	}
 	attrs = append(attrs, attr{"layer_types", LayerTypes(mg)})
+	done := o.Session.Compiles()
+	attrs = append(attrs, attr{"seconds", time.Since(start).Seconds()}, attr{"compiles", done.Count - compiled.Count},
+		attr{"compile_seconds", done.Seconds - compiled.Seconds})
 	for _, a := range attrs {
 		if err := t.SetUserAttr(a.key, a.v); err != nil {
 			return 0, err

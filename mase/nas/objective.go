@@ -9,6 +9,7 @@ import (
 	"github.com/gomase/gomase/mase/compress"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/train"
 )
 
 // TracedInputs are the inputs trial models are traced with (the trainer
@@ -66,7 +67,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 	if o.Session == nil {
 		return 0, fmt.Errorf("nas: Objective.Session is nil")
 	}
-	start := time.Now()
+	start, compiled := time.Now(), o.Session.Compiles()
 	m, arch, err := o.Space.Build(t, o.Seed+uint64(t.Number()))
 	if err != nil {
 		return 0, err
@@ -110,7 +111,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 			}
 		}
 	}
-	if err := t.SetUserAttr("seconds", time.Since(start).Seconds()); err != nil {
+	if err := setAttrs(t, trialTimes(start, compiled, o.Session.Compiles())); err != nil {
 		return 0, err
 	}
 	if o.OnModel != nil {
@@ -150,6 +151,13 @@ func (o *Objective) saveIfBest(t *search.Trial, mg *mase.MaseGraph, value float6
 		return fmt.Errorf("nas: saving the best model: %w", err)
 	}
 	return t.SetUserAttr("saved_as_best", o.BestPath)
+}
+
+// trialTimes are a trial's wall seconds and the executables it compiled
+// with their seconds (the rest of a trial is training and evaluation).
+func trialTimes(start time.Time, before, after train.Compiles) map[string]any {
+	return map[string]any{"seconds": time.Since(start).Seconds(), "compiles": after.Count - before.Count,
+		"compile_seconds": after.Seconds - before.Seconds}
 }
 
 func setAttrs(t *search.Trial, attrs map[string]any) error {

@@ -495,8 +495,14 @@ func normAxis(axis, rank int) int {
 	return axis
 }
 
+// IgnoreIndex is the label CrossEntropyLoss leaves out, as PyTorch's
+// default ignore_index: padding rows of a fixed-size batch carry it.
+const IgnoreIndex = -100
+
 // CrossEntropyLoss is the mean negative log-likelihood of integer class
-// labels under softmax(logits): args (logits [N, C], labels [N]).
+// labels under softmax(logits): args (logits [N, C], labels [N]). Rows
+// labelled IgnoreIndex are left out of the mean (PyTorch's ignore_index
+// = -100); when every row is, the loss is 0 (PyTorch: NaN).
 type CrossEntropyLoss struct{ noChildren }
 
 // TypeName implements Module.
@@ -522,9 +528,13 @@ func (*CrossEntropyLoss) Forward(c *Call, args []any, _ map[string]any) (any, er
 		return nil, fmt.Errorf("CrossEntropyLoss: logits %v and labels %v, want [N, C] and [N]", logits.Shape().Dimensions, labels.Shape().Dimensions)
 	}
 	logp := graph.LogSoftmax(logits, 1)
-	onehot := graph.OneHot(labels, logits.Shape().Dimensions[1], logits.DType())
+	keep := graph.NotEqual(labels, graph.Scalar(labels.Graph(), labels.DType(), IgnoreIndex))
+	safe := graph.Where(keep, labels, graph.ZerosLike(labels))
+	onehot := graph.OneHot(safe, logits.Shape().Dimensions[1], logits.DType())
 	nll := graph.Neg(graph.ReduceSum(graph.Mul(logp, onehot), 1))
-	return graph.ReduceAllMean(nll), nil
+	weight := graph.ConvertDType(keep, logits.DType())
+	count := graph.Max(graph.ReduceAllSum(weight), graph.Scalar(logits.Graph(), logits.DType(), 1))
+	return graph.Div(graph.ReduceAllSum(graph.Mul(nll, weight)), count), nil
 }
 
 func pyBool(b bool) string {

@@ -110,6 +110,12 @@ func TestEmbeddingAndCrossEntropy(t *testing.T) {
 	l0 := -2 + math.Log(math.Exp(2)+1)
 	l1 := -1 + math.Log(math.Exp(-1)+math.Exp(1))
 	near(t, "cross entropy", loss, []float64{(l0 + l1) / 2}, 1e-6)
+	// Rows labelled -100 (PyTorch's ignore_index) are left out of the mean.
+	logits3 := []float32{2, 0, 5, -5, -1, 1}
+	loss = runLeaf(t, &nn.CrossEntropyLoss{}, tensors.FromFlatDataAndDimensions(logits3, 3, 2), tensors.FromValue([]int32{0, nn.IgnoreIndex, 1}))
+	near(t, "cross entropy with an ignored row", loss, []float64{(l0 + l1) / 2}, 1e-6)
+	loss = runLeaf(t, &nn.CrossEntropyLoss{}, tensors.FromFlatDataAndDimensions(logits, 2, 2), tensors.FromValue([]int32{nn.IgnoreIndex, nn.IgnoreIndex}))
+	near(t, "cross entropy, every row ignored", loss, []float64{0}, 0)
 }
 
 // fusedAndDecomposed runs fn on inputs with the fused ops (nn.CustomGradient's

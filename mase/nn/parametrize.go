@@ -186,7 +186,10 @@ func (m *Model) RemoveParametrizations(path, param string, drop func(Parametriza
 
 // EffectiveParam computes the effective value of a parameter (dotted
 // name, e.g. "classifier.weight") on backend be: its stored value through
-// its parametrizations, as leaves see it in eval mode.
+// its parametrizations, as leaves see it in eval mode. For a parameter
+// without parametrizations it is the variable's own tensor (not to be
+// finalized); otherwise a new tensor, the caller's. EffectiveParamData
+// copies the values out and frees what it computed.
 func (m *Model) EffectiveParam(be compute.Backend, name string) (*tensors.Tensor, error) {
 	path, param, ok := m.splitName(name)
 	if !ok {
@@ -219,6 +222,25 @@ func (m *Model) EffectiveParam(be compute.Backend, name string) (*tensors.Tensor
 		return nil, fmt.Errorf("effective value of %s: %w", name, err)
 	}
 	return t, nil
+}
+
+// EffectiveParamData is EffectiveParam's values as float32, copied to the
+// host, with their dimensions; a value computed for the call is freed
+// before it returns.
+func (m *Model) EffectiveParamData(be compute.Backend, name string) ([]float32, []int, error) {
+	t, err := m.EffectiveParam(be, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dims := t.Shape().Dimensions
+	vals, err := tensors.CopyFlatData[float32](t)
+	if path, param, _ := m.splitName(name); m.IsParametrized(path, param) {
+		_ = t.FinalizeAll() // computed here, not the variable's own value
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("effective value of %s: %w", name, err)
+	}
+	return vals, dims, nil
 }
 
 // BakeParametrizations writes the effective value of parameter param of

@@ -70,10 +70,14 @@ func AddCommonMetadata(mg *mase.MaseGraph, args CommonMetadataArgs) (*mase.MaseG
 	if err != nil {
 		return nil, nil, fmt.Errorf("add_common_metadata: %w", err)
 	}
+	defer run.Close()
 	vals, err := run.RunCapture(args.DummyIn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("add_common_metadata: running the dummy input: %w", err)
 	}
+	// The captured tensors are ours: kept on the host in the metadata
+	// (AddValue) or freed.
+	defer releaseCaptured(vals, args.AddValue)
 	for _, n := range mg.Graph.Nodes() {
 		if err := recordArgs(mg, n, vals, args.AddValue); err != nil {
 			return nil, nil, fmt.Errorf("add_common_metadata: node %s: %w", n.Name, err)
@@ -88,6 +92,29 @@ func AddCommonMetadata(mg *mase.MaseGraph, args CommonMetadataArgs) (*mase.MaseG
 	}
 	mg.Graph.Meta.NodesIn, mg.Graph.Meta.NodesOut = in, out
 	return mg, Info{}, nil
+}
+
+// releaseCaptured frees the device copies of captured values: with keep,
+// each tensor moves to the host (the metadata holds it), else it is freed.
+func releaseCaptured(vals map[*ir.Node]any, keep bool) {
+	var visit func(v any)
+	visit = func(v any) {
+		switch x := v.(type) {
+		case *tensors.Tensor:
+			if keep {
+				_ = x.ToLocal()
+			} else {
+				_ = x.FinalizeAll()
+			}
+		case []any:
+			for _, e := range x {
+				visit(e)
+			}
+		}
+	}
+	for _, v := range vals {
+		visit(v)
+	}
 }
 
 // argNames names a function's or method's non-tensor positional arguments.

@@ -165,15 +165,11 @@ func PruneTransform(mg *mase.MaseGraph, args PruneArgs) (*mase.MaseGraph, Info, 
 		if args.Weight != nil {
 			if s, ok := wcfg.sparsityOf(tg.path); ok {
 				p.wPruned, p.mod.WeightMethod, p.mod.WeightSparsity = true, wcfg.Method, s
-				t, err := mg.Model.EffectiveParam(be, nn.Join(tg.path, tg.param))
+				vals, dims, err := mg.Model.EffectiveParamData(be, nn.Join(tg.path, tg.param))
 				if err != nil {
 					return nil, nil, fmt.Errorf("prune: %w", err)
 				}
-				vals, err := tensors.CopyFlatData[float32](t)
-				if err != nil {
-					return nil, nil, fmt.Errorf("prune: weight of %s: %w", tg.path, err)
-				}
-				weights[tg.path], p.shape = vals, t.Shape().Dimensions
+				weights[tg.path], p.shape = vals, dims
 			}
 		}
 		if args.Activation != nil {
@@ -668,13 +664,9 @@ func ReportWeightSparsity(mg *mase.MaseGraph) ([]SparsityRow, Info, error) {
 	var rows []SparsityRow
 	zeros, total := 0, 0
 	for _, tg := range prunableModules(mg) {
-		t, err := mg.Model.EffectiveParam(be, nn.Join(tg.path, tg.param))
+		vals, _, err := mg.Model.EffectiveParamData(be, nn.Join(tg.path, tg.param))
 		if err != nil {
 			return nil, nil, fmt.Errorf("weight sparsity: %w", err)
-		}
-		vals, err := tensors.CopyFlatData[float32](t)
-		if err != nil {
-			return nil, nil, fmt.Errorf("weight sparsity of %s: %w", tg.path, err)
 		}
 		r := SparsityRow{Node: tg.node.Name, Module: tg.path, Param: tg.param, Masked: mg.Model.IsParametrized(tg.path, tg.param), Total: len(vals)}
 		for _, v := range vals {

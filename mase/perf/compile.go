@@ -138,13 +138,18 @@ func Compare(workload string, newRunner func(mode string) (execute.Runner, error
 	}
 	c := &Comparison{Workload: workload, Warmup: o.Warmup, Iters: slices.Sorted(slices.Values(o.Iters))}
 	modes := []string{Compiled, Eager}
-	runners := make([]execute.Runner, len(modes))
-	for i, mode := range modes {
+	runners := make([]execute.Runner, 0, len(modes))
+	defer func() {
+		for _, r := range runners {
+			r.Close()
+		}
+	}()
+	for _, mode := range modes {
 		r, err := newRunner(mode)
 		if err != nil {
 			return nil, fmt.Errorf("perf: %s: %w", mode, err)
 		}
-		runners[i] = r
+		runners = append(runners, r)
 	}
 	if o.Progress != nil {
 		for _, mode := range modes {
@@ -240,8 +245,10 @@ func (c *Comparison) Format() string {
 // TimeInterleaved calls each runner calls times on inputs, the runners
 // taking turns (call i of every runner, then call i+1), and returns every
 // call's duration per runner. Each call's outputs are brought to the host
-// (MaterializeLocal), as the lab's CPU timing does; on the Go backend
-// that costs nothing.
+// (MaterializeLocal), as the lab's CPU timing does (on the Go backend that
+// costs nothing), and freed after the timing. Put the inputs on the device
+// first (as PyTorch timings keep theirs on the GPU): inputs still on the
+// host are uploaded, and freed again, by every call.
 func TimeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor, calls int) ([][]time.Duration, error) {
 	if calls < 1 {
 		return nil, fmt.Errorf("%d calls: want at least one", calls)
@@ -259,6 +266,9 @@ func TimeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor
 			d := time.Since(start)
 			if err != nil {
 				return nil, fmt.Errorf("runner %d, call %d: %w", k, i, err)
+			}
+			for _, t := range outs {
+				_ = t.FinalizeAll()
 			}
 			times[k] = append(times[k], d)
 		}

@@ -36,6 +36,7 @@ func (s *scripted) Run(map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
 	return []*tensors.Tensor{tensors.FromScalar(float32(1))}, nil
 }
 func (s *scripted) InputNames() []string { return []string{"x"} }
+func (s *scripted) Close()               {}
 
 func TestBreakEven(t *testing.T) {
 	ms := func(vs ...int) []time.Duration {
@@ -108,6 +109,7 @@ func (l *logged) Run(map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
 	return []*tensors.Tensor{tensors.FromScalar(float32(1))}, nil
 }
 func (l *logged) InputNames() []string { return []string{"x"} }
+func (l *logged) Close()               {}
 
 func TestTimeInterleavedTakesTurns(t *testing.T) {
 	var log []string

@@ -53,6 +53,11 @@ type Config struct {
 	// Freeze lists module-path prefixes whose parameters are not trained
 	// (e.g. "bert.embeddings").
 	Freeze []string `json:"freeze,omitempty"`
+	// Trainer forces the training step: FusedTrainer ("fused": forward and
+	// backward compiled, AdamW in Go) or GraphTrainer ("graph": the whole
+	// step one executable, parameters and optimizer state on the device).
+	// Empty: the backend's (TrainerFor).
+	Trainer string `json:"trainer,omitempty"`
 }
 
 // DefaultConfig returns HF Trainer's defaults: AdamW lr 5e-5, betas
@@ -86,6 +91,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch size must be ≥ 1, got %d", c.BatchSize)
 	case c.LogEvery < 0:
 		return fmt.Errorf("logging_steps must be ≥ 0, got %d", c.LogEvery)
+	}
+	if c.Trainer != "" && c.Trainer != FusedTrainer && c.Trainer != GraphTrainer {
+		return fmt.Errorf("unknown trainer %q (allowed: fused, graph, or empty for the backend's choice)", c.Trainer)
 	}
 	for _, p := range c.Freeze {
 		if strings.TrimSpace(p) == "" {

@@ -1,13 +1,15 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"math"
-	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -29,12 +31,23 @@ type Batches = iter.Seq2[Batch, error]
 
 // Trainer trains a MaseGraph whose output is (loss, logits) — a model
 // traced with labels, as MASE's hf_input_names=[..., "labels"].
+//
+// It runs one of two training steps (Config.Trainer): "fused", a compiled
+// forward and backward whose gradients AdamW applies in Go, one fused loop
+// per parameter (the fastest on the Go backend, where the host is the
+// device), or "graph", the whole step in one executable with parameters
+// and optimizer state resident on the device (graphStep: what a GPU
+// needs). By default the choice follows the backend.
 type Trainer struct {
 	mg     *mase.MaseGraph
 	cfg    Config
+	kind   string // FusedTrainer or GraphTrainer
 	inputs []string
-	step   *model.Exec
-	eval   *execute.Compiled
+	step   *model.Exec // the fused trainer's forward and backward
+	graph  *graphStep  // the graph trainer's step
+	eval   *Evaluator
+
+	compiled compileTracker // the training executables
 
 	// stepOuts describes the outputs of each compiled step graph (one
 	// per set of input shapes).
@@ -47,27 +60,35 @@ type Trainer struct {
 	stepsDone int
 }
 
+// The training steps Config.Trainer names.
+const (
+	FusedTrainer = "fused"
+	GraphTrainer = "graph"
+)
+
+// TrainerFor returns the training step a backend gets by default: the
+// fused host step on the Go backend, the device-resident graph step on
+// every other (XLA: GPUs).
+func TrainerFor(be compute.Backend) string {
+	if backend.IsGo(be) {
+		return FusedTrainer
+	}
+	return GraphTrainer
+}
+
 // New prepares training of mg with cfg: it freezes the parameters under
 // the Freeze prefixes (others keep their state: see SetFrozen, Unfreeze)
-// and compiles the training step lazily on first use.
+// and compiles the training step lazily on first use, one executable per
+// batch shape. Close frees what it holds.
 func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	out := mg.Graph.OutputNode()
-	if out == nil {
-		return nil, fmt.Errorf("train: graph has no output")
+	inputs, err := lossGraphInputs(mg)
+	if err != nil {
+		return nil, err
 	}
-	if tuple, ok := out.Arg(0).([]any); !ok || len(tuple) != 2 {
-		return nil, fmt.Errorf("train: the graph must output (loss, logits): trace the model with labels, e.g. inputs input_ids,attention_mask,labels (traced: %v)", mg.InputNames)
-	}
-	t := &Trainer{mg: mg, cfg: cfg}
-	for _, p := range mg.Graph.Placeholders() {
-		t.inputs = append(t.inputs, p.Target)
-	}
-	if !slices.Contains(t.inputs, "labels") {
-		return nil, fmt.Errorf("train: the graph has no labels input (traced: %v)", t.inputs)
-	}
+	t := &Trainer{mg: mg, cfg: cfg, inputs: inputs}
 	if err := SetFrozen(mg.Model, cfg.Freeze); err != nil {
 		return nil, err
 	}
@@ -75,17 +96,50 @@ func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.kind = cmp.Or(cfg.Trainer, TrainerFor(be))
 	if err := mg.Model.Store.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
 		return nil, fmt.Errorf("train: seeding dropout: %w", err)
 	}
-	t.step, err = model.NewExec(be, mg.Model.Store, t.stepGraph)
+	newExec := func(fn func(*model.Scope, []*graph.Node) []*graph.Node) (*model.Exec, error) {
+		return model.NewExec(be, mg.Model.Store, fn)
+	}
+	if t.kind == GraphTrainer {
+		t.graph, err = newGraphStep(mg, cfg, inputs, newExec)
+	} else {
+		t.step, err = newExec(t.stepGraph)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if t.eval, err = execute.CompileOn(be, mg.Model, mg.Graph, execute.Mode{}, false); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if t.eval, err = NewEvaluator(mg); err != nil {
+		t.Close()
+		return nil, err
 	}
 	return t, nil
+}
+
+// Kind returns the training step in use: FusedTrainer or GraphTrainer.
+func (t *Trainer) Kind() string { return t.kind }
+
+// Close frees the trainer's executables and the graph trainer's optimizer
+// state. The model keeps its trained parameters.
+func (t *Trainer) Close() {
+	if t.step != nil {
+		t.step.Finalize()
+	}
+	if t.graph != nil {
+		t.graph.exec.Finalize()
+		_ = t.mg.Model.Store.DeleteVariablesInScope(optimizerScope)
+	}
+	if t.eval != nil {
+		t.eval.Close()
+	}
+}
+
+// Compiles returns the training executables compiled so far and their
+// time, and the evaluation's.
+func (t *Trainer) Compiles() (training, evaluation Compiles) {
+	return t.compiled.compiles(), t.eval.Compiles()
 }
 
 // SetFrozen freezes (marks not trainable) every parameter of m whose
@@ -254,27 +308,71 @@ func (t *Trainer) embeddingLookups(g *graph.Graph, vals execute.Values, params [
 
 // Step runs one optimizer step on a batch at learning rate lr and returns
 // the batch loss (before the update) and the gradient norm (before
-// clipping). Concurrent calls run one after the other.
+// clipping), read back from the device. Concurrent calls run one after
+// the other.
 func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) {
+	if t.graph == nil {
+		return t.fusedStep(b, lr)
+	}
+	lossT, normT, err := t.graphStep(b, lr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer finalizeAll([]*tensors.Tensor{lossT, normT})
+	if loss, err = scalarOf(lossT); err == nil {
+		gradNorm, err = scalarOf(normT)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("train step: %w", err)
+	}
+	return loss, gradNorm, nil
+}
+
+// graphStep runs one step of the graph trainer and returns the loss and
+// the gradient norm, left on the device (the caller's to read or free).
+func (t *Trainer) graphStep(b Batch, lr float64) (loss, gradNorm *tensors.Tensor, err error) {
 	t.stepMu.Lock()
 	defer t.stepMu.Unlock()
-	args := make([]any, 0, len(t.inputs))
-	for _, name := range t.inputs {
-		x, ok := b[name]
-		if !ok {
-			return 0, 0, fmt.Errorf("train: batch lacks input %q (the graph takes %v)", name, t.inputs)
-		}
-		args = append(args, x)
+	args, err := batchArgs(b, t.inputs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("train: %w", err)
 	}
+	hyper := t.graph.hyper(lr)
+	defer hyper.FinalizeAll()
+	defer releaseUploads(args)()
+	args = append(args, hyper)
+	if err := t.compiled.prepare(t.graph.exec, args); err != nil {
+		return nil, nil, fmt.Errorf("train step: %w", err)
+	}
+	outs, err := t.graph.exec.Call(args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("train step: %w", err)
+	}
+	finalizeAll(outs[2:])
+	t.graph.steps++
+	t.mu.Lock()
+	t.stepsDone++
+	t.mu.Unlock()
+	return outs[0], outs[1], nil
+}
+
+// fusedStep is Step for the fused trainer.
+func (t *Trainer) fusedStep(b Batch, lr float64) (loss, gradNorm float64, err error) {
+	t.stepMu.Lock()
+	defer t.stepMu.Unlock()
+	args, err := batchArgs(b, t.inputs)
+	if err != nil {
+		return 0, 0, fmt.Errorf("train: %w", err)
+	}
+	if err := t.compiled.prepare(t.step, args); err != nil {
+		return 0, 0, fmt.Errorf("train step: %w", err)
+	}
+	defer releaseUploads(args)()
 	outs, g, err := t.step.CallWithGraph(args...)
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
 	}
-	defer func() {
-		for _, o := range outs {
-			o.FinalizeAll()
-		}
-	}()
+	defer finalizeAll(outs)
 	desc, ok := t.stepOuts.Load(g)
 	if !ok {
 		return 0, 0, fmt.Errorf("train step: no parameters recorded for the step graph")
@@ -302,7 +400,10 @@ func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) 
 	if nextIDs != len(outs) {
 		return 0, 0, fmt.Errorf("train step: %d outputs, want %d", len(outs), nextIDs)
 	}
-	l := float64(tensors.MustCopyFlatData[float32](outs[0])[0])
+	l, err := scalarOf(outs[0])
+	if err != nil {
+		return 0, 0, fmt.Errorf("train step: %w", err)
+	}
 	n, err := t.opt.update(t.cfg, lr, grads)
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
@@ -314,6 +415,18 @@ func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) 
 	return l, n, nil
 }
 
+// scalarOf reads a scalar float32 tensor.
+func scalarOf(x *tensors.Tensor) (float64, error) {
+	f, err := tensors.CopyFlatData[float32](x)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) != 1 {
+		return 0, fmt.Errorf("want a scalar, got %d values", len(f))
+	}
+	return float64(f[0]), nil
+}
+
 // Metrics are the results of an evaluation.
 type Metrics struct {
 	Accuracy float64 `json:"accuracy"`
@@ -323,66 +436,29 @@ type Metrics struct {
 
 // Evaluate runs the graph in eval mode over every batch and returns the
 // accuracy (argmax of the logits against the labels, as MASE's
-// evaluate_metric "accuracy") and the mean loss.
+// evaluate_metric "accuracy") and the mean loss (see Evaluator).
 func (t *Trainer) Evaluate(batches Batches) (Metrics, error) {
-	return Evaluate(t.eval, batches)
+	return t.eval.Evaluate(batches)
 }
 
-// Evaluate is Trainer.Evaluate for any compiled graph with (loss, logits)
-// outputs.
-func Evaluate(c *execute.Compiled, batches Batches) (Metrics, error) {
-	var m Metrics
-	correct, lossSum := 0, 0.0
-	for b, err := range batches {
-		if err != nil {
-			return m, err
-		}
-		outs, err := c.Run(b)
-		if err != nil {
-			return m, fmt.Errorf("evaluate: %w", err)
-		}
-		if len(outs) != 2 {
-			return m, fmt.Errorf("evaluate: the graph must output (loss, logits), got %d outputs", len(outs))
-		}
-		labels, err := labelsOf(b)
-		if err != nil {
-			return m, err
-		}
-		logits := tensors.MustCopyFlatData[float32](outs[1])
-		dims := outs[1].Shape().Dimensions
-		classes := dims[len(dims)-1]
-		if len(logits) != classes*len(labels) {
-			return m, fmt.Errorf("evaluate: logits %v for %d labels", dims, len(labels))
-		}
-		for i, y := range labels {
-			row := logits[i*classes : (i+1)*classes]
-			best := 0
-			for j, v := range row {
-				if v > row[best] {
-					best = j
-				}
-			}
-			if best == int(y) {
-				correct++
-			}
-		}
-		lossSum += float64(tensors.MustCopyFlatData[float32](outs[0])[0]) * float64(len(labels))
-		m.Examples += len(labels)
-	}
-	if m.Examples == 0 {
-		return m, fmt.Errorf("evaluate: no examples")
-	}
-	m.Accuracy = float64(correct) / float64(m.Examples)
-	m.Loss = lossSum / float64(m.Examples)
-	return m, nil
-}
-
-func labelsOf(b Batch) ([]int32, error) {
+// examplesIn counts a batch's examples: its labels other than
+// nn.IgnoreIndex (a padded batch's padding rows).
+func examplesIn(b Batch) (int, error) {
 	l, ok := b["labels"]
 	if !ok {
-		return nil, fmt.Errorf("evaluate: batch has no labels")
+		return 0, fmt.Errorf("train: batch has no labels")
 	}
-	return tensors.CopyFlatData[int32](l)
+	labels, err := tensors.CopyFlatData[int32](l)
+	if err != nil {
+		return 0, fmt.Errorf("train: labels: %w", err)
+	}
+	n := 0
+	for _, y := range labels {
+		if y != nn.IgnoreIndex {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // LogEntry is one logged point of training.
@@ -395,13 +471,20 @@ type LogEntry struct {
 }
 
 // History is what Train returns: the logged losses and the totals.
+// Seconds is the whole run; CompileSeconds the part of it spent building
+// and compiling the Compiles training executables.
 type History struct {
-	Log       []LogEntry `json:"log"`
-	Steps     int        `json:"steps"`
-	Examples  int        `json:"examples"`
-	Seconds   float64    `json:"seconds"`
-	FinalLoss float64    `json:"final_loss"`
+	Log            []LogEntry `json:"log"`
+	Steps          int        `json:"steps"`
+	Examples       int        `json:"examples"`
+	Seconds        float64    `json:"seconds"`
+	FinalLoss      float64    `json:"final_loss"`
+	Compiles       int        `json:"compiles"`
+	CompileSeconds float64    `json:"compile_seconds"`
 }
+
+// StepSeconds is the training time without the compiles.
+func (h *History) StepSeconds() float64 { return h.Seconds - h.CompileSeconds }
 
 // Progress receives training progress: after every step (for progress
 // bars and live plots) and at every logging point.
@@ -413,9 +496,19 @@ type Progress interface {
 	OnLog(e LogEntry)
 }
 
+// lossReadEvery is how often the graph trainer reads a step's loss back
+// for the progress reporter (each read waits for the device).
+const lossReadEvery = 250 * time.Millisecond
+
 // Train runs cfg.Epochs passes over the data. epoch(e) yields the batches
 // of epoch e (shuffled by the caller, e.g. with seed+e); stepsPerEpoch is
 // their number (for the schedule and the progress total).
+//
+// With the graph trainer the loss stays on the device: the mean of each
+// logging window is read when it is logged, and a step's loss for the
+// progress reporter at most every lossReadEvery (OnStep gets the latest
+// loss read). A loss that is not finite stops training at the first read
+// that sees it.
 func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress Progress) (*History, error) {
 	if stepsPerEpoch < 1 {
 		return nil, fmt.Errorf("train: steps per epoch must be ≥ 1, got %d", stepsPerEpoch)
@@ -423,8 +516,25 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 	total := stepsPerEpoch * t.cfg.Epochs
 	h := &History{}
 	start := nowFn()
+	compiled := t.compiled.compiles()
+	defer func() {
+		c := t.compiled.compiles()
+		h.Compiles, h.CompileSeconds = c.Count-compiled.Count, c.Seconds-compiled.Seconds
+	}()
 	step := 0
 	window, windowN := 0.0, 0
+	var lastLoss, lastNorm *tensors.Tensor // the graph trainer's latest step, on the device
+	defer func() { finalizeAll([]*tensors.Tensor{lastLoss, lastNorm}) }()
+	lastRead := time.Time{}
+	loss, norm := math.NaN(), 0.0
+	diverged := func(v float64, at string, lr float64) error {
+		return fmt.Errorf("train: loss is %v %s (learning rate %g): training diverged", v, at, lr)
+	}
+	if t.graph != nil {
+		if err := resetLossSum(t.mg.Model.Store); err != nil {
+			return h, err
+		}
+	}
 	for e := 0; e < t.cfg.Epochs; e++ {
 		for b, err := range epoch(e) {
 			if err != nil {
@@ -433,25 +543,62 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 			if step >= total {
 				return h, fmt.Errorf("train: epoch %d yielded more than the %d batches announced", e, stepsPerEpoch)
 			}
-			lr := t.cfg.LearningRateAt(step, total)
-			loss, norm, err := t.Step(b, lr)
+			examples, err := examplesIn(b)
 			if err != nil {
 				return h, err
 			}
-			if math.IsNaN(loss) || math.IsInf(loss, 0) {
-				return h, fmt.Errorf("train: loss is %v at step %d (learning rate %g): training diverged", loss, step+1, lr)
+			lr := t.cfg.LearningRateAt(step, total)
+			logNow := t.cfg.LogEvery > 0 && ((step+1)%t.cfg.LogEvery == 0 || step+1 == total)
+			if t.graph == nil {
+				if loss, norm, err = t.fusedStep(b, lr); err != nil {
+					return h, err
+				}
+				if math.IsNaN(loss) || math.IsInf(loss, 0) {
+					return h, diverged(loss, fmt.Sprintf("at step %d", step+1), lr)
+				}
+				window += loss
+			} else {
+				lossT, normT, err := t.graphStep(b, lr)
+				if err != nil {
+					return h, err
+				}
+				finalizeAll([]*tensors.Tensor{lastLoss, lastNorm})
+				lastLoss, lastNorm = lossT, normT
+				if now := nowFn(); now.Sub(lastRead) >= lossReadEvery || step+1 == total || logNow {
+					lastRead = now
+					if loss, err = scalarOf(lossT); err != nil {
+						return h, fmt.Errorf("train step: %w", err)
+					}
+					if math.IsNaN(loss) || math.IsInf(loss, 0) {
+						return h, diverged(loss, fmt.Sprintf("at step %d", step+1), lr)
+					}
+				}
 			}
 			step++
-			labels, _ := labelsOf(b)
-			h.Examples += len(labels)
-			window += loss
+			h.Examples += examples
 			windowN++
 			h.FinalLoss = loss
 			if progress != nil {
 				progress.OnStep(step, total, loss)
 			}
-			if t.cfg.LogEvery > 0 && (step%t.cfg.LogEvery == 0 || step == total) {
-				entry := LogEntry{Step: step, Epoch: float64(step) / float64(stepsPerEpoch), Loss: window / float64(windowN),
+			if logNow {
+				mean := window / float64(windowN)
+				if t.graph != nil {
+					sum, err := readScalar(t.mg.Model.Store, "loss_sum")
+					if err == nil {
+						norm, err = scalarOf(lastNorm)
+					}
+					if err == nil {
+						err = resetLossSum(t.mg.Model.Store)
+					}
+					if err != nil {
+						return h, fmt.Errorf("train: reading the loss: %w", err)
+					}
+					if mean = sum / float64(windowN); math.IsNaN(mean) || math.IsInf(mean, 0) {
+						return h, diverged(mean, fmt.Sprintf("in steps %d–%d", step-windowN+1, step), lr)
+					}
+				}
+				entry := LogEntry{Step: step, Epoch: float64(step) / float64(stepsPerEpoch), Loss: mean,
 					LearningRate: t.cfg.LearningRateAt(step, total), GradNorm: norm}
 				h.Log = append(h.Log, entry)
 				if progress != nil {
@@ -465,6 +612,3 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 	h.Seconds = nowFn().Sub(start).Seconds()
 	return h, nil
 }
-
-// CompiledEval returns the trainer's eval-mode executable of the graph.
-func (t *Trainer) CompiledEval() *execute.Compiled { return t.eval }

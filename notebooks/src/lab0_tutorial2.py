@@ -76,9 +76,15 @@ func splits() (trainData, testData *data.Pretokenized, trainN, testN int) {
 	return data.Pretokenize(trainSplit.Examples, tok), data.Pretokenize(testSplit.Examples, tok), trainSplit.Len(), testSplit.Len()
 }
 
-// batchOpts are the batching options: batch 8, truncation, dynamic padding.
+// batchOpts are the batching options: batch 8 for training, truncation, padding to a few lengths
+// (evaluation batches are larger on a GPU).
 func batchOpts(shuffle bool) data.BatchOptions {
-	return data.BatchOptions{BatchSize: 8, MaxLength: settings().MaxLen, Shuffle: shuffle, Seed: seed, PadToMultipleOf: finetune.PadMultiple}
+	trainOpts, evalOpts, err := finetune.Batching(settings(), 8)
+	must(err)
+	if shuffle {
+		return trainOpts
+	}
+	return evalOpts
 }
 
 // ckpt is where the stages save their MaseGraphs (MASE: ~/tutorial_2_sft, ...).

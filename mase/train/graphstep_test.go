@@ -1,0 +1,196 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/passes"
+)
+
+// tinyBertNoDropout is tinyBert with both dropout probabilities 0.
+func tinyBertNoDropout(t *testing.T) *mase.MaseGraph {
+	t.Helper()
+	cfg := models.BertTinyConfig()
+	cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 64, 32, 2, 64, 16
+	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
+	m, err := models.NewBertForSequenceClassification(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mg
+}
+
+// stepsWith trains a fresh graph from build for n steps with the given
+// trainer and returns each step's loss and every parameter afterwards.
+func stepsWith(t *testing.T, kind string, build func(t *testing.T) *mase.MaseGraph, cfg Config, n int) ([]float64, map[string][]float32) {
+	t.Helper()
+	mg := build(t)
+	cfg.Trainer = kind
+	tr, err := New(mg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.Kind() != kind {
+		t.Fatalf("trainer %q, want %q", tr.Kind(), kind)
+	}
+	batches := toyBatches(11, 5, 4, 8)
+	var losses []float64
+	for i := range n {
+		loss, _, err := tr.Step(batches[i%len(batches)], cfg.LearningRateAt(i, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, loss)
+	}
+	params := map[string][]float32{}
+	for _, p := range mg.Model.Parameters() {
+		v, _, err := mg.Model.ParamValues(p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params[p.Name] = v
+	}
+	return losses, params
+}
+
+// TestGraphTrainerMatchesFused: the device-resident graph step and the
+// fused host step give the same losses over 20 steps and the same
+// parameters after them, and neither moves a frozen parameter.
+func TestGraphTrainerMatchesFused(t *testing.T) {
+	withLoRA := func(t *testing.T) *mase.MaseGraph {
+		mg, _, err := passes.InsertLoRA(tinyBertNoDropout(t), passes.LoRAArgs{Rank: 4, Alpha: 8, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mg
+	}
+	for _, tc := range []struct {
+		name   string
+		build  func(t *testing.T) *mase.MaseGraph
+		freeze []string
+		decay  float64
+		clip   float64
+	}{
+		{"dropout off", tinyBertNoDropout, nil, 0, 1},
+		{"dropout off, clipping at every step", tinyBertNoDropout, nil, 0, 0.01},
+		{"dropout off, weight decay, frozen embeddings", tinyBertNoDropout, []string{"bert.embeddings"}, 0.01, 1},
+		{"LoRA", withLoRA, nil, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.LearningRate, cfg.WarmupSteps, cfg.WeightDecay, cfg.Freeze, cfg.MaxGradNorm = 2e-3, 3, tc.decay, tc.freeze, tc.clip
+			fusedLoss, fusedParams := stepsWith(t, FusedTrainer, tc.build, cfg, 20)
+			graphLoss, graphParams := stepsWith(t, GraphTrainer, tc.build, cfg, 20)
+			for i := range fusedLoss {
+				if d := math.Abs(fusedLoss[i] - graphLoss[i]); d > 1e-4*math.Abs(fusedLoss[i]) {
+					t.Errorf("step %d: loss %.7f (fused) vs %.7f (graph)", i+1, fusedLoss[i], graphLoss[i])
+				}
+			}
+			fresh := tc.build(t)
+			worst, where, moved := 0.0, "", 0
+			for name, f := range fusedParams {
+				g := graphParams[name]
+				for j := range f {
+					if d := math.Abs(float64(f[j]-g[j])) / max(math.Abs(float64(f[j])), 1e-2); d > worst {
+						worst, where = d, fmt.Sprintf("%s[%d]: %g vs %g", name, j, f[j], g[j])
+					}
+				}
+				start, _, err := fresh.Model.ParamValues(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				frozen := false
+				for _, p := range tc.freeze {
+					frozen = frozen || len(name) > len(p) && name[:len(p)+1] == p+"."
+				}
+				if frozen && (!slices.Equal(start, f) || !slices.Equal(start, g)) {
+					t.Errorf("frozen %s moved", name)
+				}
+				if !slices.Equal(start, g) {
+					moved++
+				}
+			}
+			if len(fusedParams) == 0 || moved == 0 {
+				t.Fatalf("%d parameters, %d moved by the graph trainer", len(fusedParams), moved)
+			}
+			t.Logf("largest parameter difference: %.2g (%s)", worst, where)
+			if worst > 1e-4 {
+				t.Errorf("parameters differ by %.2g relative, want ≤ 1e-4: %s", worst, where)
+			}
+		})
+	}
+}
+
+// TestTrainingLoopReleasesBuffers trains 100 steps with each trainer and
+// checks that the live device buffers stay flat after the first steps.
+func TestTrainingLoopReleasesBuffers(t *testing.T) {
+	be, err := backend.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{FusedTrainer, GraphTrainer} {
+		t.Run(kind, func(t *testing.T) {
+			mg := tinyBert(t)
+			cfg := DefaultConfig()
+			cfg.Trainer, cfg.LogEvery, cfg.Epochs = kind, 10, 1
+			tr, err := New(mg, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Five batches, each seen 20 times: on the Go backend a batch's
+			// tensors become shared host buffers that live as long as the
+			// batch (the caller's), so fresh batches would grow the count.
+			some := toyBatches(1, 5, 4, 8)
+			var batches []Batch
+			for i := range 100 {
+				batches = append(batches, some[i%len(some)])
+			}
+			var at5, at100 int64
+			progress := progressFunc(func(step int) {
+				switch step {
+				case 5:
+					at5, _ = backend.LiveBuffers(be)
+				case 100:
+					at100, _ = backend.LiveBuffers(be)
+				}
+			})
+			h, err := tr.Train(func(int) Batches { return seqOf(batches) }, len(batches), progress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at100 != at5 {
+				t.Errorf("live buffers %d after step 5, %d after step 100", at5, at100)
+			}
+			if h.Steps != 100 || len(h.Log) != 10 || math.IsNaN(h.FinalLoss) {
+				t.Errorf("history: %d steps, %d logs, final loss %v", h.Steps, len(h.Log), h.FinalLoss)
+			}
+			if h.Compiles != 1 {
+				t.Errorf("%d training compiles for one batch shape, want 1", h.Compiles)
+			}
+			if _, err := tr.Evaluate(seqOf(batches[:3])); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := backend.LiveBuffers(be)
+			tr.Close()
+			if after, _ := backend.LiveBuffers(be); kind == GraphTrainer && after >= before {
+				t.Errorf("Close freed no buffer (%d live before, %d after): the optimizer state stays", before, after)
+			}
+		})
+	}
+}
+
+// progressFunc is a Progress that calls f after each step.
+type progressFunc func(step int)
+
+func (f progressFunc) OnStep(step, total int, loss float64) { f(step) }
+func (f progressFunc) OnLog(LogEntry)                       {}
