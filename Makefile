@@ -2,12 +2,18 @@
 # Every Go build here uses GOEXPERIMENT=simd (the Go backend's AVX2/AVX-512
 # matmul kernels); a plain build works too, only slower.
 export GOEXPERIMENT := simd
+# BACKEND (or GOMLX_BACKEND) picks the compute backend of the labs and the tests: go (default) or
+# xla:cuda / xla:PATH on a GPU machine (docs/GPU.md). The notebooks' kernels inherit it.
+BACKEND ?=
+ifneq ($(BACKEND),)
+export GOMLX_BACKEND := $(BACKEND)
+endif
 export GOMLX_BACKEND ?= go
 
 GO ?= go
 REPORTS ?= reports
 
-.PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker
+.PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker gpu-bundle
 
 ## setup: install Jupyter (Debian), GoNB/goimports/gopls (pinned) and the "Go (gomase)" kernelspec; idempotent.
 setup:
@@ -59,3 +65,19 @@ test: setup vet lint-docker unit fuzz notebooks
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## gpu-bundle: bin/gpu-bundle/ for a GPU machine (kernel/gpu/measure.sh runs it there): bin/mase and the
+##             training and execution test binaries with the XLA backend (cgo), xz-compressed, the data the
+##             commands read, and ../shared/bench/gpu_peer.py when present. Needs a C compiler and xz.
+GPU_BUNDLE ?= bin/gpu-bundle
+DATA_DIR ?= $(CURDIR)/../shared/data
+gpu-bundle:
+	rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/data
+	CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o $(GPU_BUNDLE)/mase ./cmd/mase
+	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/train.test ./mase/train
+	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/execute.test ./mase/execute
+	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/execute.test
+	cp -r $(DATA_DIR)/bert-base-uncased $(DATA_DIR)/sst2 $(DATA_DIR)/imdb $(GPU_BUNDLE)/data/
+	cp kernel/gpu/measure.sh $(GPU_BUNDLE)/
+	-cp ../shared/bench/gpu_peer.py $(GPU_BUNDLE)/
+	@du -sh $(GPU_BUNDLE)

@@ -30,6 +30,7 @@ func init() {
 		usage: benchUsage,
 		short: "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even); sdpa = naive vs fused attention; mxint8 = dequantisation throughput vs a memory copy, and the packed-model memory report",
 		run:   runBench,
+		heavy: true,
 	})
 }
 

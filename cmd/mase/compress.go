@@ -26,6 +26,7 @@ func init() {
 		usage: compressUsage,
 		short: "run Lab 1's sweeps: fixed-point width (PTQ and QAT) or sparsity (random vs l1-norm, fine-tuned)",
 		run:   runCompress,
+		heavy: true,
 	})
 }
 

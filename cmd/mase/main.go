@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -25,6 +26,21 @@ type command struct {
 	short string // one line: what it does
 	// run executes the subcommand with the arguments after its name.
 	run func(args []string, stdout, stderr io.Writer) error
+	// heavy commands train, search or time models: a binary without the
+	// SIMD kernels says so before running them (see simdWarning).
+	heavy bool
+}
+
+// simdWarning is what a binary built without GOEXPERIMENT=simd prints on
+// amd64 before heavy work, or "" when it has the SIMD kernels (or runs
+// where there are none).
+func simdWarning(built bool, goarch string) string {
+	if built || goarch != "amd64" {
+		return ""
+	}
+	return "mase: this binary was built without GOEXPERIMENT=simd, so the Go backend's AVX2/AVX-512 matmuls and gomase's SIMD kernels " +
+		"are off and training, attention and compiled mode run up to 2× slower; build it with `make build` " +
+		"(GOEXPERIMENT=simd go build -o bin/mase ./cmd/mase) and run bin/mase"
 }
 
 var commands = map[string]command{}
@@ -69,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sort.Strings(names)
 		fmt.Fprintf(stderr, "mase: unknown command %q (allowed: %s)\n", args[0], strings.Join(names, ", "))
 		return 2
+	}
+	if w := simdWarning(simdKernels, runtime.GOARCH); c.heavy && w != "" {
+		fmt.Fprintln(stderr, w)
 	}
 	if err := c.run(args[1:], stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "mase %s: %v\n", c.name, oneLine(err.Error()))

@@ -238,3 +238,23 @@ func TestBenchSDPAJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestSIMDWarning(t *testing.T) {
+	if w := simdWarning(true, "amd64"); w != "" {
+		t.Errorf("a SIMD build warns: %q", w)
+	}
+	if w := simdWarning(false, "arm64"); w != "" {
+		t.Errorf("arm64 (no SIMD kernels) warns: %q", w)
+	}
+	w := simdWarning(false, "amd64")
+	for _, want := range []string{"GOEXPERIMENT=simd", "make build", "bin/mase"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q lacks %q", w, want)
+		}
+	}
+	for _, name := range []string{"train", "compress", "search", "bench"} {
+		if !commands[name].heavy {
+			t.Errorf("mase %s is not marked heavy: a binary without SIMD would not warn before it", name)
+		}
+	}
+}

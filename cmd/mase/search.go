@@ -35,6 +35,7 @@ func init() {
 		usage: searchUsage,
 		short: "run Lab 2's architecture search or Lab 3's mixed-precision search; one JSON line per finished trial, the best last",
 		run:   runSearch,
+		heavy: true,
 	})
 }
 

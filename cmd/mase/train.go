@@ -19,6 +19,7 @@ func init() {
 			"[--pad-to-multiple-of N] [--eval-batch-size N] [--out CKPT] [--seed S] [--json]",
 		short: "fine-tune a model on a sentiment dataset and print the metrics (Lab 0 Tutorial 2)",
 		run:   runTrain,
+		heavy: true,
 	})
 }
 

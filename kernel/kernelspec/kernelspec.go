@@ -1,9 +1,12 @@
 // Package kernelspec writes and reads the Jupyter kernelspec of the gomase
 // kernel: GoNB started with a go.work that uses this repository, so notebooks
 // import the working copy's packages, and with the environment every gomase
-// build needs (GOMLX_BACKEND=go, GOEXPERIMENT=simd, GOMASE_ROOT, an empty
-// GOFLAGS since workspace builds reject -mod=mod, GOPROXY=off so GoNB's
-// automatic `go get` cannot fail on the network, and a PATH with the Go tools).
+// build needs (GOEXPERIMENT=simd, GOMASE_ROOT, an empty GOFLAGS since
+// workspace builds reject -mod=mod, GOPROXY=off so GoNB's automatic `go get`
+// cannot fail on the network, and a PATH with the Go tools). GOMLX_BACKEND
+// is not set: the kernel takes the one of whoever starts Jupyter (unset:
+// gomase's Go backend), so `GOMLX_BACKEND=xla:cuda jupyter notebook` or
+// `make labs BACKEND=xla:cuda` runs the notebooks on a GPU.
 //
 // A kernelspec is the small JSON file `<jupyter data dir>/kernels/<name>/kernel.json`
 // that Jupyter reads to start a kernel; see
@@ -96,9 +99,8 @@ func New(opts Options) (Spec, error) {
 		Language:      "go",
 		InterruptMode: "message",
 		Env: map[string]string{
-			"GOMLX_BACKEND": "go",
-			"GOEXPERIMENT":  "simd",
-			"GOMASE_ROOT":   root,
+			"GOEXPERIMENT": "simd",
+			"GOMASE_ROOT":  root,
 			// GoNB builds cells in workspace mode (go.work), where the go
 			// command refuses -mod=mod ("-mod may only be set to readonly or
 			// vendor when in workspace mode"); clear what the Makefile and

@@ -30,7 +30,7 @@ type IndexInfo struct {
 
 // DescribeRun fills an IndexInfo for a run started now in the checkout at
 // root: the machine (host name, CPU model, cores, OS), the GoMLX backend
-// the notebooks get (GOMLX_BACKEND as the kernelspec sets it, "go" when
+// the notebooks get (GOMLX_BACKEND, which the kernels inherit; "go" when
 // unset) and the checkout's commit (git, "unknown" without it).
 func DescribeRun(root string, quick bool) IndexInfo {
 	host, _ := os.Hostname()

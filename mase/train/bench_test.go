@@ -1,6 +1,8 @@
 package train
 
 import (
+	"os"
+
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -80,4 +82,56 @@ func benchTrainStepWarm(b *testing.B, freeze []string, allRows bool) {
 	perStep := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(batch/perStep, "samples/s")
 	b.ReportMetric(batch*seq/perStep, "tokens/s")
+}
+
+// BenchmarkBertTinyTrain runs Train for b.N steps of bert-tiny at batch 8
+// × 128 tokens with the backend's trainer (TrainerFor; GOMASE_TRAINER
+// forces fused or graph): unlike BenchmarkBertTinyTrainStep it reads the
+// loss back only as Train does (every 250 ms and at the end), so on a GPU
+// the steps queue up as in a real epoch. It reports samples/s without
+// the compile.
+func BenchmarkBertTinyTrain(b *testing.B) {
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.LogEvery, cfg.Trainer = 0, os.Getenv("GOMASE_TRAINER")
+	tr, err := New(mg, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	const batch, seq = 8, 128
+	ids, mask := make([]int32, batch*seq), make([]int32, batch*seq)
+	for i := range ids {
+		ids[i], mask[i] = int32(1000+(i*7919)%29000), 1
+	}
+	in := Batch{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq),
+		"attention_mask": tensors.FromFlatDataAndDimensions(mask, batch, seq),
+		"labels":         tensors.FromFlatDataAndDimensions([]int32{0, 1, 1, 0, 1, 0, 0, 1}, batch)}
+	steps := func(n int) Batches {
+		return func(yield func(Batch, error) bool) {
+			for range n {
+				if !yield(in, nil) {
+					return
+				}
+			}
+		}
+	}
+	if _, err := tr.Train(func(int) Batches { return steps(3) }, 3, nil); err != nil { // compile outside the timing
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	h, err := tr.Train(func(int) Batches { return steps(b.N) }, b.N, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(batch*b.N)/h.Seconds, "samples/s")
+	b.ReportMetric(float64(h.Compiles), "compiles")
+	b.Logf("%s trainer, %d steps in %.2f s", tr.Kind(), h.Steps, h.Seconds)
 }
