@@ -1,6 +1,7 @@
 package execute_test
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -23,13 +24,14 @@ func liveBuffers(t *testing.T, be compute.Backend) int64 {
 	return n
 }
 
-// checkFlat runs r calls times, finalizing the outputs of each call as a
-// caller does, and fails when the live buffers after the third call are
-// not those after the last: a runner that keeps intermediates, uploads or
-// outputs grows by at least one buffer per call. After Close and the
-// model's variables, the count returns to where it started.
+// checkFlat runs r calls times with the garbage collector off (so no
+// finalizer frees what the runner forgot), finalizing the outputs of each
+// call as a caller does, and fails when the live buffers after the third
+// call are not those after the last: a runner that keeps intermediates,
+// uploads or outputs grows by at least one buffer per call.
 func checkFlat(t *testing.T, be compute.Backend, r execute.Runner, in map[string]*tensors.Tensor, calls int) {
 	t.Helper()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var after3 int64
 	for i := 1; i <= calls; i++ {
 		outs, err := r.Run(in)
