@@ -33,7 +33,12 @@ func BenchmarkBertTinyTrainStepAllRowsLive(b *testing.B) { benchTrainStepWarm(b,
 
 func benchTrainStep(b *testing.B, freeze []string) { benchTrainStepWarm(b, freeze, false) }
 
-func benchTrainStepWarm(b *testing.B, freeze []string, allRows bool) {
+// The benchmarks' batch: 8 sequences of 128 tokens.
+const benchBatch, benchSeq = 8, 128
+
+// benchTrainer returns a trainer of bert-tiny traced with labels, with
+// cfg, and the benchmarks' batch.
+func benchTrainer(b *testing.B, cfg Config) (*Trainer, Batch) {
 	m, err := models.NewBertTiny(1)
 	if err != nil {
 		b.Fatal(err)
@@ -42,20 +47,25 @@ func benchTrainStepWarm(b *testing.B, freeze []string, allRows bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Freeze = freeze
 	tr, err := New(mg, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	const batch, seq = 8, 128
-	ids, mask := make([]int32, batch*seq), make([]int32, batch*seq)
+	ids, mask := make([]int32, benchBatch*benchSeq), make([]int32, benchBatch*benchSeq)
 	for i := range ids {
 		ids[i], mask[i] = int32(1000+(i*7919)%29000), 1
 	}
-	in := Batch{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq),
-		"attention_mask": tensors.FromFlatDataAndDimensions(mask, batch, seq),
-		"labels":         tensors.FromFlatDataAndDimensions([]int32{0, 1, 1, 0, 1, 0, 0, 1}, batch)}
+	return tr, Batch{"input_ids": tensors.FromFlatDataAndDimensions(ids, benchBatch, benchSeq),
+		"attention_mask": tensors.FromFlatDataAndDimensions(mask, benchBatch, benchSeq),
+		"labels":         tensors.FromFlatDataAndDimensions([]int32{0, 1, 1, 0, 1, 0, 0, 1}, benchBatch)}
+}
+
+func benchTrainStepWarm(b *testing.B, freeze []string, allRows bool) {
+	cfg := DefaultConfig()
+	cfg.Freeze = freeze
+	tr, in := benchTrainer(b, cfg)
+	defer tr.Close()
+	const batch, seq = benchBatch, benchSeq
 	if _, _, err := tr.Step(in, 5e-5); err != nil { // compile outside the timing
 		b.Fatal(err)
 	}
@@ -91,29 +101,10 @@ func benchTrainStepWarm(b *testing.B, freeze []string, allRows bool) {
 // the steps queue up as in a real epoch. It reports samples/s without
 // the compile.
 func BenchmarkBertTinyTrain(b *testing.B) {
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
-	if err != nil {
-		b.Fatal(err)
-	}
 	cfg := DefaultConfig()
 	cfg.LogEvery, cfg.Trainer = 0, os.Getenv("GOMASE_TRAINER")
-	tr, err := New(mg, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, in := benchTrainer(b, cfg)
 	defer tr.Close()
-	const batch, seq = 8, 128
-	ids, mask := make([]int32, batch*seq), make([]int32, batch*seq)
-	for i := range ids {
-		ids[i], mask[i] = int32(1000+(i*7919)%29000), 1
-	}
-	in := Batch{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq),
-		"attention_mask": tensors.FromFlatDataAndDimensions(mask, batch, seq),
-		"labels":         tensors.FromFlatDataAndDimensions([]int32{0, 1, 1, 0, 1, 0, 0, 1}, batch)}
 	steps := func(n int) Batches {
 		return func(yield func(Batch, error) bool) {
 			for range n {
@@ -131,7 +122,7 @@ func BenchmarkBertTinyTrain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(batch*b.N)/h.Seconds, "samples/s")
+	b.ReportMetric(float64(benchBatch*b.N)/h.Seconds, "samples/s")
 	b.ReportMetric(float64(h.Compiles), "compiles")
 	b.Logf("%s trainer, %d steps in %.2f s", tr.Kind(), h.Steps, h.Seconds)
 }

@@ -13,21 +13,13 @@ import (
 	"github.com/gomase/gomase/mase/passes"
 )
 
-// tinyBertNoDropout is tinyBert with both dropout probabilities 0.
+// tinyBertNoDropout is a two-layer tinyBert with both dropout
+// probabilities 0.
 func tinyBertNoDropout(t *testing.T) *mase.MaseGraph {
 	t.Helper()
-	cfg := models.BertTinyConfig()
-	cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 64, 32, 2, 64, 16
-	cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = 0, 0
-	m, err := models.NewBertForSequenceClassification(cfg, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mg
+	return tinyBertWith(t, 5, func(c *models.BertConfig) {
+		c.NumHiddenLayers, c.HiddenDropoutProb, c.AttentionProbsDropoutProb = 2, 0, 0
+	})
 }
 
 // stepsWith trains a fresh graph from build for n steps with the given

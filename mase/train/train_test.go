@@ -98,9 +98,19 @@ func seqOf(bs []Batch) Batches {
 
 func tinyBert(t *testing.T) *mase.MaseGraph {
 	t.Helper()
+	return tinyBertWith(t, 3, nil)
+}
+
+// tinyBertWith is a one-layer BERT of hidden size 32 over 64 tokens, seeded
+// with seed, its config changed by mod (when not nil), traced with labels.
+func tinyBertWith(t *testing.T, seed uint64, mod func(*models.BertConfig)) *mase.MaseGraph {
+	t.Helper()
 	cfg := models.BertTinyConfig()
 	cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 64, 32, 1, 64, 16
-	m, err := models.NewBertForSequenceClassification(cfg, 3)
+	if mod != nil {
+		mod(&cfg)
+	}
+	m, err := models.NewBertForSequenceClassification(cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
