@@ -3,14 +3,14 @@
 // learning-rate schedule, gradient-norm clipping, batches of 8, accuracy
 // over the evaluation split.
 //
-// The forward in train mode (dropout on) and the gradients of the loss
-// with respect to every trainable parameter are one compiled GoMLX
-// computation; global norm clipping and the AdamW update (the arithmetic
-// of GoMLX's optimizer.Adam, whose weight decay is decoupled and scaled by
-// the learning rate as in torch.optim.AdamW) run in Go on its outputs, one
-// fused loop per parameter (adamw.go). Embedding tables only looked up by
-// nn.Embedding get their gradient as the looked-up rows' gradients, which
-// the optimizer scatters.
+// Two training steps do the same arithmetic (Trainer): the fused step
+// compiles the train-mode forward and the gradients, then clips and runs
+// AdamW in Go, one fused loop per parameter (adamw.go), with embedding
+// tables' gradients kept to the looked-up rows — the fastest on the Go
+// backend; the graph step (graphstep.go) puts forward, backward, clipping
+// and AdamW in one executable with parameters and optimizer state left on
+// the device — what a GPU needs. The Evaluator computes the metrics on the
+// device; ShapesFor says how each backend wants its batches padded.
 package train
 
 import (
