@@ -160,11 +160,7 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 	if err != nil {
 		return nil, nil, err
 	}
-	uploaded := make([]*tensors.Tensor, len(args))
-	for i, a := range args {
-		uploaded[i] = a.(*tensors.Tensor)
-	}
-	defer releaseUploads(hostResident(uploaded))
+	defer FreeUploads(args...)()
 	outs, err := c.exec.Call(args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("executing graph: %w", err)

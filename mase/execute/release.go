@@ -11,25 +11,24 @@ import (
 // stages and outputs it does not return; the tensors Run returns are the
 // caller's, who finalizes them (tensors.Tensor.FinalizeAll) when done.
 
-// hostResident returns the tensors that have no device copy yet: Run
-// uploads them, and releaseUploads frees those copies afterwards.
-func hostResident(ts []*tensors.Tensor) []*tensors.Tensor {
-	var out []*tensors.Tensor
-	for _, t := range ts {
-		if t != nil && t.Ok() && !t.IsOnAnyDevice() {
-			out = append(out, t)
+// FreeUploads notes which of a call's inputs have no device copy yet (the
+// call will upload them); the function it returns frees the device copies
+// the call made, keeping the host data. Use it as
+// defer FreeUploads(args...)() around a call. A tensor in a backend's
+// shared host memory (the Go backend's) has no separate copy and stays as
+// it is; arguments that are not tensors are ignored.
+func FreeUploads(args ...any) func() {
+	var host []*tensors.Tensor
+	for _, a := range args {
+		if t, ok := a.(*tensors.Tensor); ok && t != nil && t.Ok() && !t.IsOnAnyDevice() {
+			host = append(host, t)
 		}
 	}
-	return out
-}
-
-// releaseUploads frees the device copies of tensors a call uploaded,
-// keeping their host data. (A tensor in a backend's shared host memory,
-// the Go backend's, has no separate copy: it stays as it is.)
-func releaseUploads(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		if t.Ok() {
-			_ = t.InvalidateOnDevice()
+	return func() {
+		for _, t := range host {
+			if t.Ok() {
+				_ = t.InvalidateOnDevice()
+			}
 		}
 	}
 }

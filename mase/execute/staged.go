@@ -180,15 +180,16 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	}
 	vals := map[*ir.Node]any{}
 	var given []*tensors.Tensor
+	var args []any
 	for _, p := range s.mg.Placeholders() {
 		t, ok := inputs[p.Target]
 		if !ok {
 			return nil, fmt.Errorf("missing input %q (the graph takes %v)", p.Target, s.inputs)
 		}
 		vals[p] = t
-		given = append(given, t)
+		given, args = append(given, t), append(args, t)
 	}
-	defer releaseUploads(hostResident(given))
+	defer FreeUploads(args...)()
 	held := newHeldTensors(given)
 	for _, st := range s.stages {
 		if err := s.runStage(st, vals); err != nil {

@@ -118,7 +118,7 @@ func (e *Evaluator) batch(b Batch) ([]float32, error) {
 	if err := e.compiled.prepare(e.exec, args); err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	defer releaseUploads(args)()
+	defer execute.FreeUploads(args...)()
 	outs, err := e.exec.Call(args...)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
@@ -184,25 +184,6 @@ func finalizeAll(ts []*tensors.Tensor) {
 	for _, t := range ts {
 		if t != nil {
 			_ = t.FinalizeAll()
-		}
-	}
-}
-
-// releaseUploads notes which of a call's input tensors have no device
-// copy yet; the function it returns frees the copies the call made (the
-// host data stays; the Go backend's shared host buffers stay as they are).
-func releaseUploads(args []any) func() {
-	var host []*tensors.Tensor
-	for _, a := range args {
-		if t, ok := a.(*tensors.Tensor); ok && t.Ok() && !t.IsOnAnyDevice() {
-			host = append(host, t)
-		}
-	}
-	return func() {
-		for _, t := range host {
-			if t.Ok() {
-				_ = t.InvalidateOnDevice()
-			}
 		}
 	}
 }

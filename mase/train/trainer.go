@@ -339,7 +339,7 @@ func (t *Trainer) graphStep(b Batch, lr float64) (loss, gradNorm *tensors.Tensor
 	}
 	hyper := t.graph.hyper(lr)
 	defer hyper.FinalizeAll()
-	defer releaseUploads(args)()
+	defer execute.FreeUploads(args...)()
 	args = append(args, hyper)
 	if err := t.compiled.prepare(t.graph.exec, args); err != nil {
 		return nil, nil, fmt.Errorf("train step: %w", err)
@@ -367,7 +367,7 @@ func (t *Trainer) fusedStep(b Batch, lr float64) (loss, gradNorm float64, err er
 	if err := t.compiled.prepare(t.step, args); err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
 	}
-	defer releaseUploads(args)()
+	defer execute.FreeUploads(args...)()
 	outs, g, err := t.step.CallWithGraph(args...)
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
