@@ -58,12 +58,18 @@ type compileTotals struct {
 
 // tally adds c to the session's totals.
 func (s *Session) tally(c train.Compiles) {
+	t := s.compileTotals()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.c = t.c.Add(c)
+}
+
+// compileTotals returns the session's totals, created on first use.
+func (s *Session) compileTotals() *compileTotals {
 	if s.totals == nil {
 		s.totals = &compileTotals{}
 	}
-	s.totals.mu.Lock()
-	defer s.totals.mu.Unlock()
-	s.totals.c = s.totals.c.Add(c)
+	return s.totals
 }
 
 // Compiles returns the executables compiled so far by the session's
@@ -71,12 +77,10 @@ func (s *Session) tally(c train.Compiles) {
 // objectives report the difference per trial).
 // Copies of the session made after the first call share its totals.
 func (s *Session) Compiles() train.Compiles {
-	if s.totals == nil {
-		s.totals = &compileTotals{}
-	}
-	s.totals.mu.Lock()
-	defer s.totals.mu.Unlock()
-	return s.totals.c
+	t := s.compileTotals()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.c
 }
 
 // NewSession loads o's training and evaluation splits

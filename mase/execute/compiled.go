@@ -151,7 +151,7 @@ func (c *Compiled) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, er
 	if err != nil {
 		return nil, err
 	}
-	finalize(outs[rec.nOutputs:]) // captured intermediates nobody asked for
+	Finalize(outs[rec.nOutputs:]...) // captured intermediates nobody asked for
 	return outs[:rec.nOutputs], nil
 }
 
@@ -169,11 +169,11 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 	rec := c.traced
 	c.mu.Unlock()
 	if rec == nil {
-		finalize(outs)
+		Finalize(outs...)
 		return nil, nil, fmt.Errorf("executing graph: internal error: the graph was not built")
 	}
 	if len(outs) < rec.nOutputs {
-		finalize(outs)
+		Finalize(outs...)
 		return nil, nil, fmt.Errorf("executing graph: got %d outputs, want %d", len(outs), rec.nOutputs)
 	}
 	return outs, rec, nil

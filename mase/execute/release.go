@@ -33,8 +33,9 @@ func FreeUploads(args ...any) func() {
 	}
 }
 
-// finalize frees tensors the caller will not see.
-func finalize(ts []*tensors.Tensor) {
+// Finalize frees tensors now (nil ones are skipped): outputs a caller is
+// done with, values nobody will see.
+func Finalize(ts ...*tensors.Tensor) {
 	for _, t := range ts {
 		if t != nil {
 			_ = t.FinalizeAll()
@@ -61,12 +62,12 @@ func newHeldTensors(inputs []*tensors.Tensor) *heldTensors {
 
 // hold counts the tensors inside a value.
 func (h *heldTensors) hold(v any) {
-	forTensors(v, func(t *tensors.Tensor) { h.count[t]++ })
+	ForEachTensor(v, func(t *tensors.Tensor) { h.count[t]++ })
 }
 
 // drop uncounts the tensors inside a value and frees those no value holds.
 func (h *heldTensors) drop(v any) {
-	forTensors(v, func(t *tensors.Tensor) {
+	ForEachTensor(v, func(t *tensors.Tensor) {
 		h.count[t]--
 		if h.count[t] <= 0 {
 			delete(h.count, t)
@@ -87,14 +88,15 @@ func (h *heldTensors) releaseAll() {
 	clear(h.count)
 }
 
-// forTensors calls f on every tensor leaf of a value (tuples included).
-func forTensors(v any, f func(*tensors.Tensor)) {
+// ForEachTensor calls f on every tensor leaf of a value, as Run and
+// RunCapture give them (a tensor, or a []any tuple of values).
+func ForEachTensor(v any, f func(*tensors.Tensor)) {
 	switch x := v.(type) {
 	case *tensors.Tensor:
 		f(x)
 	case []any:
 		for _, e := range x {
-			forTensors(e, f)
+			ForEachTensor(e, f)
 		}
 	}
 }

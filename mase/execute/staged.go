@@ -239,7 +239,7 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 		}
 		if len(args) == 0 {
 			dummy := tensors.FromScalar(float32(0))
-			defer finalize([]*tensors.Tensor{dummy})
+			defer Finalize(dummy)
 			args = []any{dummy}
 		}
 		outs, err := se.exec.Call(args...)
@@ -247,14 +247,14 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 			return s.stageError(st, err)
 		}
 		if !se.built {
-			finalize(outs)
+			Finalize(outs...)
 			return s.stageError(st, fmt.Errorf("internal error: the executable was not built"))
 		}
 		if len(outs) < se.nOutputs {
-			finalize(outs)
+			Finalize(outs...)
 			return s.stageError(st, fmt.Errorf("got %d outputs, want %d", len(outs), se.nOutputs))
 		}
-		finalize(outs[se.nOutputs:]) // the placeholder output of a constants-only stage
+		Finalize(outs[se.nOutputs:]...) // the placeholder output of a constants-only stage
 		for i, n := range s.recorded(st) {
 			vals[n] = fillOutputs(se.values[i], outs)
 		}

@@ -97,23 +97,14 @@ func AddCommonMetadata(mg *mase.MaseGraph, args CommonMetadataArgs) (*mase.MaseG
 // releaseCaptured frees the device copies of captured values: with keep,
 // each tensor moves to the host (the metadata holds it), else it is freed.
 func releaseCaptured(vals map[*ir.Node]any, keep bool) {
-	var visit func(v any)
-	visit = func(v any) {
-		switch x := v.(type) {
-		case *tensors.Tensor:
+	for _, v := range vals {
+		execute.ForEachTensor(v, func(x *tensors.Tensor) {
 			if keep {
 				_ = x.ToLocal()
 			} else {
 				_ = x.FinalizeAll()
 			}
-		case []any:
-			for _, e := range x {
-				visit(e)
-			}
-		}
-	}
-	for _, v := range vals {
-		visit(v)
+		})
 	}
 }
 

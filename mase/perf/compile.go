@@ -267,9 +267,7 @@ func TimeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor
 			if err != nil {
 				return nil, fmt.Errorf("runner %d, call %d: %w", k, i, err)
 			}
-			for _, t := range outs {
-				_ = t.FinalizeAll()
-			}
+			execute.Finalize(outs...)
 			times[k] = append(times[k], d)
 		}
 	}

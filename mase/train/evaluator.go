@@ -123,7 +123,7 @@ func (e *Evaluator) batch(b Batch) ([]float32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	defer finalizeAll(outs)
+	defer execute.Finalize(outs...)
 	return tensors.CopyFlatData[float32](outs[0])
 }
 
@@ -177,13 +177,4 @@ func batchArgs(b Batch, inputs []string) ([]any, error) {
 		args = append(args, x)
 	}
 	return args, nil
-}
-
-// finalizeAll frees tensors.
-func finalizeAll(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		if t != nil {
-			_ = t.FinalizeAll()
-		}
-	}
 }

@@ -54,10 +54,6 @@ type Trainer struct {
 	stepOuts sync.Map // *graph.Graph → *stepOutputs
 	stepMu   sync.Mutex
 	opt      adamW // guarded by stepMu
-
-	mu        sync.Mutex
-	gradNorm  float64
-	stepsDone int
 }
 
 // The training steps Config.Trainer names.
@@ -318,7 +314,7 @@ func (t *Trainer) Step(b Batch, lr float64) (loss, gradNorm float64, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	defer finalizeAll([]*tensors.Tensor{lossT, normT})
+	defer execute.Finalize(lossT, normT)
 	if loss, err = scalarOf(lossT); err == nil {
 		gradNorm, err = scalarOf(normT)
 	}
@@ -348,11 +344,8 @@ func (t *Trainer) graphStep(b Batch, lr float64) (loss, gradNorm *tensors.Tensor
 	if err != nil {
 		return nil, nil, fmt.Errorf("train step: %w", err)
 	}
-	finalizeAll(outs[2:])
+	execute.Finalize(outs[2:]...)
 	t.graph.steps++
-	t.mu.Lock()
-	t.stepsDone++
-	t.mu.Unlock()
 	return outs[0], outs[1], nil
 }
 
@@ -372,7 +365,7 @@ func (t *Trainer) fusedStep(b Batch, lr float64) (loss, gradNorm float64, err er
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
 	}
-	defer finalizeAll(outs)
+	defer execute.Finalize(outs...)
 	desc, ok := t.stepOuts.Load(g)
 	if !ok {
 		return 0, 0, fmt.Errorf("train step: no parameters recorded for the step graph")
@@ -408,10 +401,6 @@ func (t *Trainer) fusedStep(b Batch, lr float64) (loss, gradNorm float64, err er
 	if err != nil {
 		return 0, 0, fmt.Errorf("train step: %w", err)
 	}
-	t.mu.Lock()
-	t.stepsDone++
-	t.gradNorm = n
-	t.mu.Unlock()
 	return l, n, nil
 }
 
@@ -524,7 +513,7 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 	step := 0
 	window, windowN := 0.0, 0
 	var lastLoss, lastNorm *tensors.Tensor // the graph trainer's latest step, on the device
-	defer func() { finalizeAll([]*tensors.Tensor{lastLoss, lastNorm}) }()
+	defer func() { execute.Finalize(lastLoss, lastNorm) }()
 	lastRead := time.Time{}
 	loss, norm := math.NaN(), 0.0
 	diverged := func(v float64, at string, lr float64) error {
@@ -562,7 +551,7 @@ func (t *Trainer) Train(epoch func(e int) Batches, stepsPerEpoch int, progress P
 				if err != nil {
 					return h, err
 				}
-				finalizeAll([]*tensors.Tensor{lastLoss, lastNorm})
+				execute.Finalize(lastLoss, lastNorm)
 				lastLoss, lastNorm = lossT, normT
 				if now := nowFn(); now.Sub(lastRead) >= lossReadEvery || step+1 == total || logNow {
 					lastRead = now
