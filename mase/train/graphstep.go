@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -39,10 +40,10 @@ type graphStep struct {
 	steps  int // optimizer steps taken (AdamW's t)
 }
 
-func newGraphStep(mg *mase.MaseGraph, cfg Config, inputs []string, exec func(fn func(*model.Scope, []*graph.Node) []*graph.Node) (*model.Exec, error)) (*graphStep, error) {
+func newGraphStep(be compute.Backend, mg *mase.MaseGraph, cfg Config, inputs []string) (*graphStep, error) {
 	s := &graphStep{mg: mg, cfg: cfg, inputs: inputs}
 	var err error
-	if s.exec, err = exec(s.graph); err != nil {
+	if s.exec, err = model.NewExec(be, mg.Model.Store, s.graph); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -96,13 +96,10 @@ func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
 	if err := mg.Model.Store.SetRNGStateFromSeed(int64(cfg.Seed)); err != nil {
 		return nil, fmt.Errorf("train: seeding dropout: %w", err)
 	}
-	newExec := func(fn func(*model.Scope, []*graph.Node) []*graph.Node) (*model.Exec, error) {
-		return model.NewExec(be, mg.Model.Store, fn)
-	}
 	if t.kind == GraphTrainer {
-		t.graph, err = newGraphStep(mg, cfg, inputs, newExec)
+		t.graph, err = newGraphStep(be, mg, cfg, inputs)
 	} else {
-		t.step, err = newExec(t.stepGraph)
+		t.step, err = model.NewExec(be, mg.Model.Store, t.stepGraph)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
