@@ -496,7 +496,8 @@ func normAxis(axis, rank int) int {
 }
 
 // IgnoreIndex is the label CrossEntropyLoss leaves out, as PyTorch's
-// default ignore_index: padding rows of a fixed-size batch carry it.
+// default ignore_index: padding rows of a fixed-size batch carry it
+// (data.IgnoreLabel, the same value).
 const IgnoreIndex = -100
 
 // CrossEntropyLoss is the mean negative log-likelihood of integer class
