@@ -24,11 +24,15 @@ build:
 	$(GO) build -o bin/mase ./cmd/mase
 
 ## labs: set up, then execute every notebook and write HTML reports to $(REPORTS)/ (index.html is updated as each finishes).
-##       QUICK=1 runs them in quick mode (about 15 minutes); NOTEBOOKS="notebooks/lab0_tutorial1.ipynb ..." picks some.
+##       The scale is standard on the CPU (within an hour on 2 cores) and full, the labs' own, with a GPU BACKEND;
+##       QUICK=1 (CI's, minutes per notebook), FULL=1 or SCALE=quick|standard|full choose it;
+##       NOTEBOOKS="notebooks/lab0_tutorial1.ipynb ..." picks some.
 QUICK ?=
+FULL ?=
+SCALE ?=
 NOTEBOOKS ?=
 labs: setup build
-	bin/mase labs $(if $(QUICK),--quick) --check --screenshots $(REPORTS)/screenshots --out $(REPORTS) $(NOTEBOOKS)
+	bin/mase labs $(if $(SCALE),--scale $(SCALE)) $(if $(QUICK),--quick) $(if $(FULL),--full) --check --screenshots $(REPORTS)/screenshots --out $(REPORTS) $(NOTEBOOKS)
 
 vet:
 	$(GO) vet ./...

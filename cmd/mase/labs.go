@@ -18,7 +18,7 @@ import (
 func init() {
 	register(command{
 		name:  "labs",
-		usage: "[--quick] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]",
+		usage: "[--scale quick|standard|full | --quick | --full] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]",
 		short: "execute the lab notebooks headless and write HTML reports",
 		run:   runLabs,
 	})
@@ -29,7 +29,9 @@ func init() {
 func runLabs(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mase labs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "quick mode: set GOMASE_QUICK=1 so notebooks shrink their work (what CI runs)")
+	scaleName := fs.String("scale", "", "how much work the notebooks do: quick (what CI runs, minutes each), standard (every step and sweep on reduced data, within an hour on 2 CPU cores) or full (the labs' own scale); default: full with a GPU backend in GOMLX_BACKEND, standard otherwise")
+	quick := fs.Bool("quick", false, "the same as --scale quick")
+	full := fs.Bool("full", false, "the same as --scale full")
 	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
 	timeout := fs.Duration("timeout", labs.DefaultCellTimeout, "longest time one cell may run")
 	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
@@ -37,10 +39,10 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(check, "check-svg", false, "the same as --check (its former name)")
 	shots := fs.String("screenshots", "", "save PNG screenshots of the index and of the first report as Chromium shows them into this directory")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mase labs [--quick] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]")
+		fmt.Fprintln(stderr, "usage: mase labs [--scale quick|standard|full | --quick | --full] [--out DIR] [--timeout DURATION] [--check] [--screenshots DIR] [-v] [NOTEBOOK.ipynb...]")
 		fmt.Fprintln(stderr, "Runs the notebooks (default: notebooks/*.ipynb of the gomase repository) headless with")
 		fmt.Fprintln(stderr, "the \"Go (gomase)\" kernel and writes DIR/NAME.ipynb and a self-contained DIR/NAME.html,")
-		fmt.Fprintln(stderr, "then DIR/index.html linking the reports with the run's date, machine, backend, mode and wall times.")
+		fmt.Fprintln(stderr, "then DIR/index.html linking the reports with the run's date, machine, backend, scale and wall times.")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the notebooks.
@@ -62,7 +64,11 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--timeout %s: must be positive (e.g. 30m)", *timeout)
 	}
 
-	opts := labs.Options{OutDir: *out, Quick: *quick, CellTimeout: *timeout}
+	scale, err := chooseScale(*scaleName, *quick, *full)
+	if err != nil {
+		return err
+	}
+	opts := labs.Options{OutDir: *out, Scale: scale, CellTimeout: *timeout}
 	if *verbose {
 		opts.Progress = stderr
 	}
@@ -85,9 +91,13 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	if scale == labs.ScaleFull && !labs.IsGPUBackend(labs.BackendName()) {
+		fmt.Fprintf(stderr, "mase labs: full scale on the %s backend trains on all of IMDb at 512 tokens: more than a day on a few CPU cores (--scale standard finishes within an hour on two)\n", labs.BackendName())
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	run := labs.DescribeRun(root, *quick)
+	run := labs.DescribeRun(root, scale)
 	outDir := *out
 	if outDir == "" {
 		outDir = "reports"
@@ -148,6 +158,33 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// chooseScale is the scale the flags name: at most one of --scale, --quick
+// and --full; the GOMASE_SCALE/GOMASE_QUICK environment, then
+// labs.DefaultScale, when none is given.
+func chooseScale(name string, quick, full bool) (labs.Scale, error) {
+	given := 0
+	for _, set := range []bool{name != "", quick, full} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return "", errors.New("--scale, --quick and --full each choose the scale: give one of them")
+	case quick:
+		return labs.ScaleQuick, nil
+	case full:
+		return labs.ScaleFull, nil
+	case name != "":
+		sc, err := labs.ParseScale(name)
+		if err != nil {
+			return "", fmt.Errorf("--scale %s: must be quick, standard or full", name)
+		}
+		return sc, nil
+	}
+	return labs.ScaleFromEnv()
 }
 
 // checkReport verifies a report in headless Chromium with the network off:

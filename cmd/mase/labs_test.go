@@ -19,6 +19,9 @@ func TestLabsArguments(t *testing.T) {
 		{[]string{"labs", "--bogus"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"labs", "notes.txt"}, 1, `"notes.txt" is not a notebook`},
 		{[]string{"labs", "--quick", "missing.ipynb"}, 1, "missing.ipynb: no such file"},
+		{[]string{"labs", "--scale", "huge"}, 1, "--scale huge: must be quick, standard or full"},
+		{[]string{"labs", "--quick", "--full"}, 1, "give one of them"},
+		{[]string{"labs", "--scale", "standard", "--quick"}, 1, "give one of them"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

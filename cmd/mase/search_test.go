@@ -15,8 +15,11 @@ import (
 )
 
 // TestMain lets the tests run this test binary as the mase command
-// (GOMASE_RUN_AS_MASE=1), so a test can kill a real mase process.
+// (GOMASE_RUN_AS_MASE=1), so a test can kill a real mase process. The
+// warning of a binary built without GOEXPERIMENT=simd is off (TestSIMDWarning
+// checks it).
 func TestMain(m *testing.M) {
+	simdWarnings = false
 	if os.Getenv("GOMASE_RUN_AS_MASE") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

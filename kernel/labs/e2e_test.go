@@ -31,7 +31,7 @@ func requireKernel(t *testing.T) Options {
 // in headless Chromium with the network off.
 func TestEndToEndSVG(t *testing.T) {
 	opts := requireKernel(t)
-	opts.Quick = true
+	opts.Scale = ScaleQuick
 	results, err := Run(context.Background(), []string{filepath.Join("testdata", "e2e_svg.ipynb")}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestEndToEndSVG(t *testing.T) {
 		t.Errorf("the DisplaySvg cell's output is %+v, want text/html with the SVG", nb.Cells[1].Outputs)
 	}
 	if out := string(nb.Cells[2].Outputs[0].Text); !strings.Contains(out, "quick: true") {
-		t.Errorf("labs.Quick() printed %q in the notebook, want quick: true (GOMASE_QUICK=1 must reach the kernel)", out)
+		t.Errorf("labs.Quick() printed %q in the notebook, want quick: true (GOMASE_SCALE=quick must reach the kernel)", out)
 	}
 	page, err := os.ReadFile(r.Report)
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 type IndexInfo struct {
 	// Started is when the run began.
 	Started time.Time
-	// Quick is whether the notebooks ran in quick mode.
-	Quick bool
+	// Scale is the notebooks' scale.
+	Scale Scale
 	// Machine, Backend and Commit describe where and what ran; see
 	// DescribeRun for how they are found.
 	Machine, Backend, Commit string
@@ -29,24 +29,20 @@ type IndexInfo struct {
 }
 
 // DescribeRun fills an IndexInfo for a run started now in the checkout at
-// root: the machine (host name, CPU model, cores, OS), the GoMLX backend
-// the notebooks get (GOMLX_BACKEND, which the kernels inherit; "go" when
-// unset) and the checkout's commit (git, "unknown" without it).
-func DescribeRun(root string, quick bool) IndexInfo {
+// root at scale: the machine (host name, CPU model, cores, OS), the GoMLX
+// backend the notebooks get (BackendName) and the checkout's commit (git,
+// "unknown" without it).
+func DescribeRun(root string, scale Scale) IndexInfo {
 	host, _ := os.Hostname()
 	machine := fmt.Sprintf("%s, %d cores, %s/%s", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	if host != "" {
 		machine = host + ": " + machine
 	}
-	backend := os.Getenv("GOMLX_BACKEND")
-	if backend == "" {
-		backend = "go"
-	}
 	commit := "unknown"
 	if out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 		commit = strings.TrimSpace(string(out))
 	}
-	return IndexInfo{Started: time.Now(), Quick: quick, Machine: machine, Backend: backend, Commit: commit}
+	return IndexInfo{Started: time.Now(), Scale: scale, Machine: machine, Backend: BackendName(), Commit: commit}
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or the
@@ -75,7 +71,7 @@ type indexRow struct {
 
 // WriteIndex writes index.html into dir: one line per result with the
 // notebook's title, status, wall time and a link to its report, under the
-// run's date, machine, backend, commit and mode. The page is
+// run's date, machine, backend, commit and scale. The page is
 // self-contained (inline style, no script, no remote resource). It
 // returns the page's path.
 func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
@@ -105,14 +101,10 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 		}
 		rows = append(rows, row)
 	}
-	mode := "full"
-	if info.Quick {
-		mode = "quick (GOMASE_QUICK=1)"
-	}
 	var buf bytes.Buffer
 	err := indexPage.Execute(&buf, map[string]any{
 		"Date":    info.Started.Format("2006-01-02 15:04 MST"),
-		"Machine": info.Machine, "Backend": info.Backend, "Commit": info.Commit, "Mode": mode,
+		"Machine": info.Machine, "Backend": info.Backend, "Commit": info.Commit, "Scale": info.Scale.Describe(),
 		"Rows": rows, "Total": formatDuration(total), "Failed": failed, "Count": len(results),
 		"Pending": len(info.Pending),
 	})
@@ -159,7 +151,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-we
 <dt>run</dt><dd>{{.Date}}</dd>
 <dt>machine</dt><dd>{{.Machine}}</dd>
 <dt>backend</dt><dd>{{.Backend}}</dd>
-<dt>mode</dt><dd>{{.Mode}}</dd>
+<dt>scale</dt><dd>{{.Scale}}</dd>
 <dt>commit</dt><dd>{{.Commit}}</dd>
 <dt>wall time</dt><dd>{{.Total}} for {{.Count}} notebook(s){{if .Failed}}, {{.Failed}} failed{{end}}{{if .Pending}}; {{.Pending}} still to run (reload this page to follow the run){{end}}</dd>
 </dl>

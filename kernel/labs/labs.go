@@ -7,8 +7,9 @@
 // stops at the first failing cell, writes the executed notebook and an
 // offline HTML report, and reports the failing cell with its error.
 //
-// Notebooks call Quick to shrink their work when run with `mase labs
-// --quick` (CI), and Root to find the repository's files.
+// Notebooks size their work by CurrentScale (quick for CI, standard by
+// default on the CPU, full, the labs' own, by default on a GPU) and call
+// Root to find the repository's files.
 package labs
 
 import (
@@ -35,7 +36,8 @@ import (
 // ModulePath is the module path of the gomase repository's go.mod.
 const ModulePath = "github.com/gomase/gomase"
 
-// QuickEnv is the environment variable that turns quick mode on.
+// QuickEnv is the older switch for quick scale (GOMASE_QUICK=1);
+// GOMASE_SCALE, when set, wins over it.
 const QuickEnv = "GOMASE_QUICK"
 
 // RootEnv is the environment variable that names the repository root; the
@@ -54,11 +56,12 @@ const DefaultCellTimeout = 30 * time.Minute
 //go:embed execute.py
 var executePy []byte
 
-// Quick reports whether notebooks should run in quick mode: GOMASE_QUICK
-// is set to anything but "", "0", "false", "no" or "off" (any case).
-// `mase labs --quick` sets it; notebooks use it to train on fewer batches,
-// search fewer trials, and so on.
-func Quick() bool {
+// Quick reports whether notebooks run at quick scale (CurrentScale).
+func Quick() bool { return CurrentScale() == ScaleQuick }
+
+// quickEnv reports whether GOMASE_QUICK is set to anything but "", "0",
+// "false", "no" or "off" (any case).
+func quickEnv() bool {
 	switch strings.ToLower(strings.TrimSpace(os.Getenv(QuickEnv))) {
 	case "", "0", "false", "no", "off":
 		return false
@@ -132,9 +135,9 @@ type Options struct {
 	// OutDir receives <name>.ipynb (executed) and <name>.html (report);
 	// "reports" if empty.
 	OutDir string
-	// Quick sets GOMASE_QUICK=1 for the notebooks; otherwise GOMASE_QUICK
-	// is removed from their environment.
-	Quick bool
+	// Scale is what GOMASE_SCALE says to the notebooks; DefaultScale if
+	// empty.
+	Scale Scale
 	// Root is the repository root; found from the working directory if empty.
 	Root string
 	// CellTimeout bounds each cell; DefaultCellTimeout if zero.
@@ -157,6 +160,9 @@ func (o *Options) defaults() error {
 	}
 	if o.CellTimeout <= 0 {
 		o.CellTimeout = DefaultCellTimeout
+	}
+	if o.Scale == "" {
+		o.Scale = DefaultScale()
 	}
 	if o.Kernel == "" {
 		o.Kernel = kernelspec.Name
@@ -399,7 +405,8 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 		Name:      filepath.Base(path),
 		Err:       failure,
 		Duration:  time.Since(start),
-		Quick:     opts.Quick,
+		Scale:     opts.Scale,
+		Backend:   BackendName(),
 		Generated: time.Now(),
 		BaseDir:   filepath.Dir(src),
 	}
@@ -429,22 +436,24 @@ func SetEnv(env []string, key, value string) []string {
 	return append(out, key+"="+value)
 }
 
-// NotebookEnv returns env as the kernels of a run need it: GOMASE_QUICK=1
-// in quick mode (removed otherwise), GOMASE_ROOT=opts.Root, and Debian's
-// debugpy warning about frozen modules turned off. Whatever starts the
-// kernels (the headless runner, a Jupyter server) gets this environment.
+// NotebookEnv returns env as the kernels of a run need it:
+// GOMASE_SCALE=opts.Scale (DefaultScale when empty; GOMASE_QUICK
+// removed), GOMASE_ROOT=opts.Root, and Debian's debugpy warning about
+// frozen modules turned off. Whatever starts the kernels (the headless
+// runner, a Jupyter server) gets this environment.
 func NotebookEnv(env []string, opts Options) []string {
 	var out []string
 	for _, kv := range env {
-		if strings.HasPrefix(kv, QuickEnv+"=") || strings.HasPrefix(kv, RootEnv+"=") {
+		if strings.HasPrefix(kv, QuickEnv+"=") || strings.HasPrefix(kv, ScaleEnv+"=") || strings.HasPrefix(kv, RootEnv+"=") {
 			continue
 		}
 		out = append(out, kv)
 	}
-	if opts.Quick {
-		out = append(out, QuickEnv+"=1")
+	scale := opts.Scale
+	if scale == "" {
+		scale = DefaultScale()
 	}
-	out = append(out, RootEnv+"="+opts.Root, "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	out = append(out, ScaleEnv+"="+string(scale), RootEnv+"="+opts.Root, "PYDEVD_DISABLE_FILE_VALIDATION=1")
 	return out
 }
 

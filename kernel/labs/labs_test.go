@@ -9,6 +9,8 @@ import (
 )
 
 func TestQuick(t *testing.T) {
+	t.Setenv(ScaleEnv, "")
+	t.Setenv(BackendEnv, "")
 	for v, want := range map[string]bool{"": false, "0": false, "false": false, "No": false, "off": false, "1": true, "true": true, "yes": true} {
 		t.Setenv(QuickEnv, v)
 		if got := Quick(); got != want {
@@ -65,13 +67,15 @@ func TestNotebooks(t *testing.T) {
 }
 
 func TestNotebookEnv(t *testing.T) {
-	env := NotebookEnv([]string{"PATH=/bin", QuickEnv + "=1", RootEnv + "=/old"}, Options{Root: "/repo"})
-	if slices.Contains(env, QuickEnv+"=1") || !slices.Contains(env, RootEnv+"=/repo") || !slices.Contains(env, "PATH=/bin") {
-		t.Errorf("env without --quick = %q", env)
+	t.Setenv(BackendEnv, "")
+	env := NotebookEnv([]string{"PATH=/bin", QuickEnv + "=1", ScaleEnv + "=full", RootEnv + "=/old"}, Options{Root: "/repo"})
+	want := []string{"PATH=/bin", ScaleEnv + "=standard", RootEnv + "=/repo", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env with no scale = %q, want %q", env, want)
 	}
-	env = NotebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Quick: true})
-	if !slices.Contains(env, QuickEnv+"=1") {
-		t.Errorf("env with --quick = %q", env)
+	env = NotebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Scale: ScaleQuick})
+	if !slices.Contains(env, ScaleEnv+"=quick") {
+		t.Errorf("env at quick scale = %q", env)
 	}
 }
 

@@ -33,8 +33,10 @@ type ReportInfo struct {
 	FailedCell int
 	// Duration is how long the run took (0: not shown).
 	Duration time.Duration
-	// Quick is whether the notebook ran in quick mode (GOMASE_QUICK=1).
-	Quick bool
+	// Scale and Backend are the notebook's scale and GoMLX backend ("":
+	// not shown).
+	Scale   Scale
+	Backend string
 	// Generated is when the report was written (zero: not shown).
 	Generated time.Time
 	// BaseDir resolves relative image paths in markdown (the directory of
@@ -72,7 +74,9 @@ func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
 		Title:    notebookTitle(nb, info.Name),
 		Name:     info.Name,
 		OK:       info.Err == nil,
-		Quick:    info.Quick,
+		Scale:    info.Scale.Describe(),
+		Quick:    info.Scale == ScaleQuick,
+		Backend:  info.Backend,
 		Failed:   info.FailedCell,
 		Kernel:   nb.KernelName(),
 		Duration: formatDuration(info.Duration),
@@ -99,10 +103,10 @@ func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
 }
 
 type pageData struct {
-	Title, Name, Kernel, Duration, Generated, Error string
-	OK, Quick                                       bool
-	Failed                                          int
-	Cells                                           []template.HTML
+	Title, Name, Kernel, Duration, Generated, Error, Scale, Backend string
+	OK, Quick                                                       bool
+	Failed                                                          int
+	Cells                                                           []template.HTML
 }
 
 type reportRenderer struct {
@@ -370,7 +374,7 @@ body { margin:0; color:var(--fg); background:#fff; font:16px/1.55 -apple-system,
 header.run { position:sticky; top:0; z-index:10; display:flex; flex-wrap:wrap; gap:.4em 1.2em; align-items:center; padding:.55em 1.5em; background:#f6f8fa; border-bottom:1px solid var(--line); font-size:14px; color:var(--muted); }
 header.run .name { font-weight:600; color:var(--fg); }
 .badge { display:inline-block; padding:.05em .6em; border-radius:1em; font-weight:600; color:#fff; }
-.badge.ok { background:var(--ok); } .badge.bad { background:var(--bad); } .badge.quick { background:#8250df; }
+.badge.ok { background:var(--ok); } .badge.bad { background:var(--bad); } .badge.quick { background:#8250df; } .badge.scale { background:#0969da; }
 main { max-width:1100px; margin:0 auto; padding:1.5em 1.5em 4em; }
 .failure { border:1px solid var(--bad); background:#ffebe9; border-radius:6px; padding:.8em 1em; margin-bottom:1.5em; }
 .failure pre { margin:.4em 0 0; white-space:pre-wrap; }
@@ -411,7 +415,8 @@ footer { max-width:1100px; margin:0 auto; padding:1em 1.5em 2em; color:var(--mut
 <header class="run">
 <span class="name">{{.Name}}</span>
 {{if .OK}}<span class="badge ok">OK</span>{{else}}<span class="badge bad">FAILED</span>{{end}}
-{{if .Quick}}<span class="badge quick">quick mode</span>{{end}}
+{{if .Scale}}<span class="badge{{if .Quick}} quick{{else}} scale{{end}}">{{.Scale}}</span>{{end}}
+{{if .Backend}}<span>backend {{.Backend}}</span>{{end}}
 {{if .Duration}}<span>ran in {{.Duration}}</span>{{end}}
 {{if .Kernel}}<span>kernel {{.Kernel}}</span>{{end}}
 {{if .Generated}}<span>{{.Generated}}</span>{{end}}

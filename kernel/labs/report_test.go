@@ -29,7 +29,7 @@ func render(t *testing.T, name string, info ReportInfo) string {
 }
 
 func TestReportIsOffline(t *testing.T) {
-	page := render(t, "outputs.ipynb", ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata", Quick: true, Duration: 3 * time.Second})
+	page := render(t, "outputs.ipynb", ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata", Scale: ScaleQuick, Backend: "xla:cuda", Duration: 3 * time.Second})
 	if m := remoteAttrRE.FindString(page); m != "" {
 		t.Errorf("report loads a remote resource: %s", m)
 	}
@@ -47,7 +47,7 @@ func TestReportIsOffline(t *testing.T) {
 		`id="outputs"`, `id="outputs-1"`, // heading ids unique across cells
 		`progress 100%`, `&lt;b&gt;not bold&lt;/b&gt;`,
 		`<span class="k">import</span>`, `<span class="m">%%</span>`, `<span class="c">// comment</span>`,
-		`quick mode`, `3.0 s`, `2.5 s`, // run info and the cell's time
+		`quick scale`, `backend xla:cuda`, `3.0 s`, `2.5 s`, // run info and the cell's time
 		`&#34;a&#34;: 1`, // application/json, indented
 		`<title>Outputs fixture</title>`,
 	} {

@@ -81,9 +81,9 @@ type Options struct {
 	// Root is the gomase repository root (GOMASE_ROOT for the kernel); found
 	// from the working directory if empty (labs.Root).
 	Root string
-	// Quick runs the notebook in quick mode (GOMASE_QUICK=1 in the server's
-	// environment, which its kernels inherit).
-	Quick bool
+	// Scale is the notebook's scale (GOMASE_SCALE in the server's
+	// environment, which its kernels inherit); labs.DefaultScale if empty.
+	Scale labs.Scale
 	// Kernel is the kernelspec the notebook must run with; kernelspec.Name
 	// ("gomase") if empty.
 	Kernel string
@@ -305,12 +305,12 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		logOut = f
 		rep.ServerLog = opts.ServerLog
 	}
-	opts.Logf("starting %s notebook (quick mode: %v) serving a copy of %s", opts.Jupyter, opts.Quick, opts.Notebook)
+	opts.Logf("starting %s notebook (scale: %s) serving a copy of %s", opts.Jupyter, opts.Scale, opts.Notebook)
 	srv, err = StartServer(ctx, ServerOptions{
 		Jupyter:  opts.Jupyter,
 		Dir:      served,
 		StateDir: state,
-		Env:      serverEnv(os.Environ(), opts.Root, opts.Quick),
+		Env:      serverEnv(os.Environ(), opts.Root, opts.Scale),
 		Log:      logOut,
 	})
 	if err != nil {
@@ -471,8 +471,8 @@ func preflight(ctx context.Context, opts Options) error {
 
 // serverEnv is the server's environment: what the headless runner gives
 // its kernels (labs.NotebookEnv), since the server passes it on to them.
-func serverEnv(env []string, root string, quick bool) []string {
-	return labs.NotebookEnv(env, labs.Options{Root: root, Quick: quick})
+func serverEnv(env []string, root string, scale labs.Scale) []string {
+	return labs.NotebookEnv(env, labs.Options{Root: root, Scale: scale})
 }
 
 // pageState is what the notebook page shows of the kernel and the cells.

@@ -58,7 +58,7 @@ func TestNotebookWebUI(t *testing.T) {
 	rep, err := Run(ctx, Options{
 		Notebook:   filepath.Join(root, "notebooks", name+".ipynb"),
 		Root:       root,
-		Quick:      true,
+		Scale:      labs.ScaleQuick,
 		Screenshot: filepath.Join(dir, "webui_"+name+".png"),
 		ServerLog:  filepath.Join(dir, "webui_"+name+".jupyter.log"),
 		Logf:       t.Logf,

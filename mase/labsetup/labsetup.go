@@ -1,7 +1,8 @@
 // Package labsetup holds what the lab notebooks share: the dataset and
-// training scale of quick mode (CI) and full mode (the lab's), where the
-// chained checkpoints live (MASE's ~/tutorial_2_lora, ~/tutorial_3_qat,
-// ...), and the trained starting point of Labs 1–3.
+// training settings of each scale (quick for CI, standard by default on
+// the CPU, full — the labs' own — by default on a GPU), where the chained
+// checkpoints live (MASE's ~/tutorial_2_lora, ~/tutorial_3_qat, ...), and
+// the trained starting point of Labs 1–3.
 package labsetup
 
 import (
@@ -19,29 +20,68 @@ import (
 // Seed is the labs' seed (HF Trainer's default).
 const Seed = 42
 
-// Quick reports whether the notebooks run in quick mode (GOMASE_QUICK).
-func Quick() bool { return labs.Quick() }
+// Scale is the notebooks' scale (labs.CurrentScale: GOMASE_SCALE, which
+// `mase labs` sets).
+func Scale() labs.Scale { return labs.CurrentScale() }
+
+// Quick reports whether the notebooks run at quick scale.
+func Quick() bool { return Scale() == labs.ScaleQuick }
+
+// Full reports whether the notebooks run at the labs' own scale.
+func Full() bool { return Scale() == labs.ScaleFull }
+
+// ByScale returns quick, standard or full as the notebooks' scale says.
+func ByScale[T any](quick, standard, full T) T { return labs.ByScale(quick, standard, full) }
 
 // Options are the fine-tuning settings of the labs: IMDb at MASE's 512
-// tokens in full mode; in quick mode 2,000 SST-2 sentences cut to 64
-// tokens (a model trained from scratch learns nothing measurable from a
-// few hundred IMDb reviews in minutes, but does from 2,000 sentences).
+// tokens at full scale; SST-2 sentences cut to 64 tokens otherwise, 2,000
+// of them at quick scale and StandardSentences at standard scale (a model
+// trained from scratch learns nothing measurable from a few hundred IMDb
+// reviews in minutes, but does from a few thousand sentences).
 func Options() finetune.Options {
 	o := finetune.Options{Model: "bert-tiny", Dataset: "imdb", MaxLen: 512, Seed: Seed}
-	if Quick() {
-		o.Dataset, o.Limit, o.MaxLen = "sst2", 2000, 64
+	if !Full() {
+		o.Dataset, o.Limit, o.MaxLen = "sst2", ByScale(2000, StandardSentences, 0), 64
+	}
+	return o
+}
+
+// StandardSentences is how many SST-2 training sentences the standard
+// scale fine-tunes the labs' starting model on.
+const StandardSentences = 4000
+
+// SweepSentences is how many SST-2 training sentences each point of a
+// sweep (Lab 1) fine-tunes on below full scale.
+const SweepSentences = 2000
+
+// SweepOptions are the settings of Lab 1's sweep points: Options with
+// SweepSentences training sentences below full scale.
+func SweepOptions() finetune.Options {
+	o := Options()
+	if !Full() {
+		o.Limit = SweepSentences
+	}
+	return o
+}
+
+// SearchOptions are the settings of a search trial (Labs 2 and 3): IMDb
+// at 512 tokens at full scale; below it SweepSentences SST-2 sentences
+// cut to 32 tokens, evaluated on 400 test sentences at quick scale and on
+// all 872 at standard scale.
+func SearchOptions() finetune.Options {
+	o := Options()
+	if !Full() {
+		o.Limit, o.EvalLimit, o.MaxLen = SweepSentences, ByScale(400, 0, 0), 32
 	}
 	return o
 }
 
 // TrainConfig is finetune.FromScratch with the labs' seed, logging every
-// 10 steps in quick mode (HF's 500 otherwise).
+// 10 steps at quick scale, 50 at standard (HF's 500 at full).
 func TrainConfig() train.Config {
 	c := finetune.FromScratch()
 	c.Seed = Seed
-	if Quick() {
-		c.LogEvery = 10
-	}
+	c.LogEvery = ByScale(10, 50, c.LogEvery)
 	return c
 }
 
@@ -72,8 +112,9 @@ func Splits(o finetune.Options) (trainData, testData *data.Pretokenized, err err
 }
 
 // CheckpointDir is where the notebooks chain their checkpoints:
-// ~/gomase-labs (…/quick in quick mode, so CI never mixes with a full
-// run); $GOMASE_LABS_DIR overrides it.
+// ~/gomase-labs at full scale, …/quick and …/standard at the others (so
+// runs at different scales never mix); $GOMASE_LABS_DIR overrides
+// ~/gomase-labs.
 func CheckpointDir() (string, error) {
 	dir := os.Getenv("GOMASE_LABS_DIR")
 	if dir == "" {
@@ -84,8 +125,8 @@ func CheckpointDir() (string, error) {
 			dir = filepath.Join(home, "gomase-labs")
 		}
 	}
-	if Quick() {
-		dir = filepath.Join(dir, "quick")
+	if sc := Scale(); sc != labs.ScaleFull {
+		dir = filepath.Join(dir, string(sc))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint directory: %w", err)

@@ -7,15 +7,36 @@ import (
 	"testing"
 )
 
-func TestQuickAndFullSettings(t *testing.T) {
-	t.Setenv("GOMASE_QUICK", "1")
+func TestScaleSettings(t *testing.T) {
+	t.Setenv("GOMASE_QUICK", "")
+	t.Setenv("GOMLX_BACKEND", "")
+	t.Setenv("GOMASE_SCALE", "quick")
 	if o := Options(); o.Dataset != "sst2" || o.Limit != 2000 || o.MaxLen != 64 {
 		t.Errorf("quick options %+v", o)
 	}
 	if c := TrainConfig(); c.LogEvery != 10 || c.LearningRate != 1e-3 {
 		t.Errorf("quick config %+v", c)
 	}
-	t.Setenv("GOMASE_QUICK", "")
+	if o := SearchOptions(); o.Limit != SweepSentences || o.EvalLimit != 400 || o.MaxLen != 32 {
+		t.Errorf("quick search options %+v", o)
+	}
+	t.Setenv("GOMASE_SCALE", "")
+	if o := Options(); o.Dataset != "sst2" || o.Limit != StandardSentences || o.MaxLen != 64 {
+		t.Errorf("standard options (the default on the Go backend) %+v", o)
+	}
+	if c := TrainConfig(); c.LogEvery != 50 {
+		t.Errorf("standard config %+v", c)
+	}
+	if o := SweepOptions(); o.Dataset != "sst2" || o.Limit != SweepSentences || o.MaxLen != 64 {
+		t.Errorf("standard sweep options %+v", o)
+	}
+	if o := SearchOptions(); o.Dataset != "sst2" || o.Limit != SweepSentences || o.EvalLimit != 0 || o.MaxLen != 32 {
+		t.Errorf("standard search options %+v", o)
+	}
+	t.Setenv("GOMASE_SCALE", "full")
+	if o := SearchOptions(); o.Dataset != "imdb" || o.Limit != 0 || o.EvalLimit != 0 || o.MaxLen != 512 {
+		t.Errorf("full search options %+v", o)
+	}
 	if o := Options(); o.Dataset != "imdb" || o.Limit != 0 || o.MaxLen != 512 {
 		t.Errorf("full options %+v", o)
 	}
@@ -27,6 +48,7 @@ func TestQuickAndFullSettings(t *testing.T) {
 func TestCheckpointPaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("GOMASE_LABS_DIR", dir)
+	t.Setenv("GOMASE_SCALE", "")
 	t.Setenv("GOMASE_QUICK", "yes")
 	base, err := Checkpoint("tutorial_3_qat")
 	if err != nil {
@@ -35,6 +57,13 @@ func TestCheckpointPaths(t *testing.T) {
 	if want := filepath.Join(dir, "quick", "tutorial_3_qat"); base != want {
 		t.Errorf("checkpoint %s, want %s", base, want)
 	}
+	for sc, want := range map[string]string{"standard": filepath.Join(dir, "standard", "x"), "full": filepath.Join(dir, "x")} {
+		t.Setenv("GOMASE_SCALE", sc)
+		if got, err := Checkpoint("x"); err != nil || got != want {
+			t.Errorf("checkpoint at %s scale = %s, %v; want %s", sc, got, err, want)
+		}
+	}
+	t.Setenv("GOMASE_SCALE", "")
 	if Exists(base) {
 		t.Error("Exists before any file")
 	}

@@ -23,25 +23,25 @@ epoch. Those weights cannot be downloaded here, so bert-tiny starts from random 
 barely moves a random model in one epoch, so the runs below use 1e-3 with 10% warm-up (`finetune.FromScratch()`), and the
 accuracies are those of a model trained from scratch, not comparable to 0.82.
 
-**Quick mode** (CI, `mase labs --quick`) trains on 2,000 SST-2 sentences (short movie-review snippets, GLUE's sentiment task)
-and evaluates on its 872 test sentences, cut to 64 tokens: a model trained from scratch learns nothing measurable from a few
-hundred IMDb reviews in a few minutes, but does from 2,000 short sentences. The full run is the lab's: all 25,000 + 25,000
-IMDb reviews at MASE's 512 tokens (well over an hour per epoch on 2 cores).
+**Scale** (`mase labs --scale`, or `make labs QUICK=1` / `FULL=1`). The *standard* scale, the default without a GPU,
+trains on 4,000 SST-2 sentences (short movie-review snippets, GLUE's sentiment task) and evaluates on its 872 test
+sentences, cut to 64 tokens: a model trained from scratch learns nothing measurable from a few hundred IMDb reviews in a few
+minutes, but does from a few thousand short sentences. The *quick* scale (CI) uses 2,000 of those sentences. The *full*
+scale, the default on a GPU, is the lab's: all 25,000 + 25,000 IMDb reviews at MASE's 512 tokens (well over an hour per epoch
+on two CPU cores).
 """)
 
 code(r"""
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/gomase/gomase/kernel/labs"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/plot"
@@ -50,7 +50,6 @@ import (
 	"github.com/gomase/gomase/mase/widget"
 )
 
-const seed = 42
 
 func must(err error) {
 	if err != nil {
@@ -58,14 +57,9 @@ func must(err error) {
 	}
 }
 
-// settings: quick mode for CI, the lab's scale otherwise.
-func settings() (opts finetune.Options) {
-	opts = finetune.Options{Model: "bert-tiny", Dataset: "imdb", MaxLen: 512, Seed: seed}
-	if labs.Quick() {
-		opts.Dataset, opts.Limit, opts.EvalLimit, opts.MaxLen = "sst2", 2000, 0, 64
-	}
-	return opts
-}
+// settings are the fine-tuning settings of this notebook's scale (labsetup.Options): SST-2 sentences at 64 tokens at
+// quick and standard scale, IMDb at 512 tokens at full scale.
+func settings() finetune.Options { return labsetup.Options() }
 
 // splits loads and pretokenises the training and test splits.
 func splits() (trainData, testData *data.Pretokenized, trainN, testN int) {
@@ -87,17 +81,12 @@ func batchOpts(shuffle bool) data.BatchOptions {
 	return evalOpts
 }
 
-// ckpt is where the stages save their MaseGraphs (MASE: ~/tutorial_2_sft, ...).
+// ckpt is where the stages save their MaseGraphs (MASE: ~/tutorial_2_sft, ...): ~/gomase-labs, in a folder per scale
+// below full scale.
 func ckpt(name string) string {
-	dir := filepath.Join(os.TempDir(), "gomase-labs")
-	if home, err := os.UserHomeDir(); err == nil {
-		dir = filepath.Join(home, "gomase-labs")
-	}
-	if labs.Quick() {
-		dir = filepath.Join(dir, "quick")
-	}
-	must(os.MkdirAll(dir, 0o755))
-	return filepath.Join(dir, name)
+	base, err := labsetup.Checkpoint(name)
+	must(err)
+	return base
 }
 
 // fineTune trains mg for one epoch and shows the loss curve; it returns the accuracy before and after.
@@ -119,15 +108,8 @@ func fineTune(mg *mase.MaseGraph, title string, cfg train.Config) (before, after
 	return before, after
 }
 
-// trainConfig is finetune.FromScratch, logging every 10 steps in quick mode (HF's 500 otherwise).
-func trainConfig() train.Config {
-	cfg := finetune.FromScratch()
-	cfg.Seed = seed
-	if labs.Quick() {
-		cfg.LogEvery = 10
-	}
-	return cfg
-}
+// trainConfig is finetune.FromScratch with the labs' seed, logging more often below full scale (HF's 500 steps at full).
+func trainConfig() train.Config { return labsetup.TrainConfig() }
 
 func abs32(x float32) float32 {
 	if x < 0 {
@@ -152,7 +134,7 @@ built for few distinct shapes.
 code(r"""
 %%
 trainData, testData, trainN, testN := splits()
-fmt.Printf("dataset %s: %d training and %d test examples (quick mode: %v)\n", settings().Dataset, trainN, testN, labs.Quick())
+fmt.Printf("dataset %s: %d training and %d test examples (%s)\n", settings().Dataset, trainN, testN, labsetup.Scale().Describe())
 long := 0
 for i := 0; i < trainData.Len(); i++ {
 	if len(trainData.IDs(i)) > settings().MaxLen {
@@ -177,7 +159,7 @@ inputs (scroll inside each drawing).
 code(r"""
 %%
 draw := func(inputs []string) string {
-	model, err := models.NewBertTiny(seed)
+	model, err := models.NewBertTiny(labsetup.Seed)
 	must(err)
 	mg, err := mase.NewMaseGraph(model, inputs)
 	must(err)
@@ -205,7 +187,7 @@ times; the real count is the first row. The tutorial then freezes `bert.embeddin
 
 code(r"""
 %%
-model, err := models.NewBertTiny(seed)
+model, err := models.NewBertTiny(labsetup.Seed)
 must(err)
 mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
 must(err)
@@ -231,14 +213,14 @@ metadata as JSON).
 
 code(r"""
 %%
-model, err := models.NewBertTiny(seed)
+model, err := models.NewBertTiny(labsetup.Seed)
 must(err)
 mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
 must(err)
 before, after := fineTune(mg, "SFT: training loss", trainConfig())
 fmt.Printf("accuracy before training: %.4f\n", before.Accuracy)
 fmt.Printf("accuracy after one epoch: %.4f\n", after.Accuracy)
-must(checkpoint.Export(ckpt("tutorial_2_sft"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: seed}))
+must(checkpoint.Export(ckpt("tutorial_2_sft"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: labsetup.Seed}))
 fmt.Println("saved", ckpt("tutorial_2_sft"))
 """)
 
@@ -262,7 +244,7 @@ code(r"""
 %%
 mg, err := checkpoint.Import(ckpt("tutorial_2_sft"))
 must(err)
-mg, info, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 6, Alpha: 1.0, Dropout: 0.5, Seed: seed})
+mg, info, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 6, Alpha: 1.0, Dropout: 0.5, Seed: labsetup.Seed})
 must(err)
 fmt.Println("LoRA adapters on", len(info["replaced"].([]string)), "Linear layers")
 _, counts := passes.ReportTrainableParameters(mg)
@@ -297,7 +279,7 @@ must(err)
 fused, err := tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
 must(err)
 fmt.Printf("accuracy after fusing:           %.4f (identical: %v)\n", fused.Accuracy, fused.Accuracy == after.Accuracy)
-must(checkpoint.Export(ckpt("tutorial_2_lora"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: seed}))
+must(checkpoint.Export(ckpt("tutorial_2_lora"), mg, checkpoint.Spec{Model: "bert-tiny", Seed: labsetup.Seed}))
 fmt.Println("saved", ckpt("tutorial_2_lora"))
 """)
 

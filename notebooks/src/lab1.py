@@ -23,8 +23,10 @@ error rather than a silent skip, and every sweep point reloads the checkpoint (t
 
 **No pretrained weights** exist offline: the starting model is bert-tiny fine-tuned from random initialisation in Lab 0
 (about 0.64 on SST-2 in quick mode), not MASE's pretrained 0.83, so absolute accuracies are lower; the shapes of the curves
-are what this lab reproduces. **Quick mode** (CI) uses 2,000 SST-2 sentences at 64 tokens and a few sweep points; the full
-run uses the lab's IMDb at 512 tokens and every point.
+are what this lab reproduces. **Scale:** the *standard* scale (the default without a GPU) starts from a model trained on
+4,000 SST-2 sentences at 64 tokens and fine-tunes every sweep point on 2,000 of them, with all 7 widths and 4 of the 9
+sparsities; the *quick* scale (CI) uses 2,000 sentences throughout and a few sweep points; the *full* scale (the default on
+a GPU) is the lab's IMDb at 512 tokens with every point.
 """)
 
 code(r"""
@@ -58,7 +60,7 @@ func session() *compress.Session {
 	start, origin, err := labsetup.TrainedStart(&train.NotebookProgress{Title: "fine-tuning the starting model"})
 	must(err)
 	fmt.Println("starting point:", origin)
-	o := labsetup.Options()
+	o := labsetup.SweepOptions()
 	trainData, testData, err := labsetup.Splits(o)
 	must(err)
 	return &compress.Session{Checkpoint: start, Train: trainData, Test: testData, Batch: labsetup.Batch(o),
@@ -69,19 +71,15 @@ func session() *compress.Session {
 // show renders a chart inline (and in the HTML report).
 func show(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
 
-// widths and sparsities of the sweeps: every point of the lab, or a few in quick mode.
+// widths and sparsities of the sweeps: every point of the lab at full scale, every width and four sparsities at standard
+// scale, a few of each at quick scale.
 func widths() []int {
-	if labsetup.Quick() {
-		return []int{4, 8, 16}
-	}
-	return []int{4, 6, 8, 12, 16, 24, 32}
+	return labsetup.ByScale([]int{4, 8, 16}, []int{4, 6, 8, 12, 16, 24, 32}, []int{4, 6, 8, 12, 16, 24, 32})
 }
 
 func sparsities() []float64 {
-	if labsetup.Quick() {
-		return []float64{0.3, 0.7}
-	}
-	return []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+	return labsetup.ByScale([]float64{0.3, 0.7}, []float64{0.3, 0.5, 0.7, 0.9},
+		[]float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9})
 }
 """)
 
@@ -205,16 +203,14 @@ Each of the 14 Linear-like modules (here `LinearInteger`) gets a weight mask `|W
 `|W|` (linear interpolation, as `torch.quantile`), applied as a parametrisation: the effective weight is `mask ⊙ W` on every
 forward, so pruned weights stay zero while fine-tuning. Activations are masked the same way, but the threshold is recomputed
 from each input batch on every forward. (The notebook text of the lab says "random pruning"; its config is `l1-norm`.) MASE
-fine-tunes for 5 epochs; quick mode fine-tunes for one.
+fine-tunes for 5 epochs, as the full scale does; the quick and standard scales fine-tune for one.
 """)
 
 code(r"""
 %%
 s := session()
 s.Checkpoint = must1(labsetup.Checkpoint("tutorial_3_qat"))
-if !labsetup.Quick() {
-	s.Config.Epochs = 5
-}
+s.Config.Epochs = labsetup.ByScale(1, 1, 5)
 args, err := passes.PruneArgsFromJSON([]byte(`{
 	"weight":     {"sparsity": 0.5, "method": "l1-norm", "scope": "local"},
 	"activation": {"sparsity": 0.5, "method": "l1-norm", "scope": "local"}}`))

@@ -29,9 +29,11 @@ full grid including both layer choices has up to 2⁴⁹ points per architecture
 
 **Scale.** Trial models start from random weights (no pretrained weights offline), as in the lab. The lab trains each
 trial for an epoch of IMDb; on two CPU cores that is hours per trial, so the full run is for a long night (or use
-`mase search ... --storage FILE --timeout 8h`, which resumes where it stopped). **Quick mode** (CI) searches the smaller
-`nas.QuickSpace()` (1–2 layers, 2–4 heads, hidden 64/128, intermediate 128/256) on 2,000 SST-2 sentences cut to 32 tokens,
-with a few trials per study: each trial takes seconds and accuracies already differ between architectures.
+`mase search ... --storage FILE --timeout 8h`, which resumes where it stopped). That is the *full* scale, the default on a GPU. The
+*standard* scale (the default without a GPU) searches the smaller `nas.QuickSpace()` (1–2 layers, 2–4 heads, hidden
+64/128, intermediate 128/256) on 2,000 SST-2 sentences cut to 32 tokens, evaluated on all 872 test sentences, with 12
+trials per sampler in Task 1 and 5 per objective in Task 2: each trial takes seconds and accuracies already differ between
+architectures. The *quick* scale (CI) runs fewer trials (8 and 4) and evaluates on 400 test sentences.
 """)
 
 code(r"""
@@ -66,21 +68,11 @@ func must1[T any](v T, err error) T {
 	return v
 }
 
-// quickOr returns quick in quick mode, full otherwise.
-func quickOr[T any](quick, full T) T {
-	if labsetup.Quick() {
-		return quick
-	}
-	return full
-}
 
-// session holds the data and training setup every trial shares: IMDb at 512 tokens, one epoch (the lab's), or in quick
-// mode 2,000 SST-2 sentences at 32 tokens.
+// session holds the data and training setup every trial shares (labsetup.SearchOptions): IMDb at 512 tokens, one epoch
+// (the lab's) at full scale, 2,000 SST-2 sentences at 32 tokens below it.
 func session() *compress.Session {
-	o := labsetup.Options()
-	if labsetup.Quick() {
-		o.Limit, o.EvalLimit, o.MaxLen = 2000, 400, 32
-	}
+	o := labsetup.SearchOptions()
 	trainData, testData, err := labsetup.Splits(o)
 	must(err)
 	cfg := labsetup.TrainConfig()
@@ -88,8 +80,8 @@ func session() *compress.Session {
 	return &compress.Session{Train: trainData, Test: testData, Batch: labsetup.Batch(o), Config: cfg}
 }
 
-// space is the searched space: the tutorial's, or the quick one.
-func space() nas.Space { return quickOr(nas.QuickSpace(), nas.Tutorial5Space()) }
+// space is the searched space: the tutorial's at full scale, the quick space below it.
+func space() nas.Space { return labsetup.ByScale(nas.QuickSpace(), nas.QuickSpace(), nas.Tutorial5Space()) }
 
 // liveStudy makes a maximising study whose progress shows as one updating line under the cell.
 func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
@@ -152,7 +144,7 @@ for _, c := range []struct {
 	s    nas.Space
 }{{"Tutorial 5 (gomase: num_layers and num_heads take effect)", nas.Tutorial5Space()},
 	{"Tutorial 5 like MASE (num_layers and num_heads ignored)", func() nas.Space { s := nas.Tutorial5Space(); s.LikeMASE = true; return s }()},
-	{"quick mode", nas.QuickSpace()}} {
+	{"quick space (quick and standard scale)", nas.QuickSpace()}} {
 	archs, total := c.s.Size()
 	fmt.Printf("%-58s %4d architectures, %s trials counting the layer choices\n", c.name+":", archs, total)
 }
@@ -190,13 +182,13 @@ md(r"""
 ## Tutorial 5 · 2. A random-sampler study
 
 The objective builds the trial's model from random weights, trains it for one epoch, and returns the test accuracy (it also
-records the architecture and parameter count as user attributes). The tutorial runs one trial; quick mode runs three. The
+records the architecture and parameter count as user attributes). The tutorial runs one trial, as the full scale does; the others run three. The
 best model is saved as `tutorial_5_best_model` (MASE pickles it to `~/tutorial_5_best_model.pkl`); Lab 3 starts from it.
 """)
 
 code(r"""
 %%
-n := quickOr(3, 1)
+n := labsetup.ByScale(3, 3, 1)
 obj := &nas.Objective{Space: space(), Session: session(), Seed: labsetup.Seed, BestPath: must1(labsetup.Checkpoint("tutorial_5_best_model"))}
 st := liveStudy("bert-tiny-nas-study", search.NewRandomSampler(labsetup.Seed), n)
 must(st.Optimize(context.Background(), obj.Run, n, 0))
@@ -209,19 +201,19 @@ fmt.Println("saved as", best.UserAttrs["saved_as_best"])
 md(r"""
 ## Task 1 · Random vs Grid vs TPE
 
-The same objective under each sampler, with the same number of trials (quick mode: 8, the lab: 100). The plot shows the best
+The same objective under each sampler, with the same number of trials (the lab and the full scale: 100; standard scale 12, quick 8). The plot shows the best
 accuracy found up to each trial, one curve per sampler, as the task asks; the second plot shows every trial's accuracy. The
 Grid sampler walks the architecture grid in a seeded random order and never repeats a point; TPE samples at random for its
-first 10 trials (Optuna's `n_startup_trials`; 3 in quick mode so it has a chance to model anything) and then proposes
+first 10 trials (Optuna's `n_startup_trials`; 4 at standard and 3 at quick scale so it has a chance to model anything) and then proposes
 points where l(x)/g(x), the density of the best quarter of trials over the rest, is highest.
 """)
 
 code(r"""
 %%
-n := quickOr(8, 100)
+n := labsetup.ByScale(8, 12, 100)
 sess := session()
 grid := must1(space().Grid(nil))
-tpe := must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: quickOr(3, 10)}))
+tpe := must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: labsetup.ByScale(3, 4, 10)}))
 samplers := []struct {
 	name    string
 	sampler search.Sampler
@@ -250,16 +242,14 @@ Linear, then 50% L1-norm pruning of weights and activations (local). Task 2 move
 3. **compress + train**: train, compress, train again (quantization-aware, the pruning masks kept), return that accuracy.
 
 The seeds (3 epochs before and after, 10 trials) found compress-only scores scattered well below the baseline and the
-compress + train scores at or above it, with a much smaller spread. Quick mode trains one epoch before and after.
+compress + train scores at or above it, with a much smaller spread. The full scale does the same; the standard and quick scales train one epoch before and after.
 """)
 
 code(r"""
 %%
-n := quickOr(4, 10)
+n := labsetup.ByScale(4, 5, 10)
 sess := session()
-if !labsetup.Quick() {
-	sess.Config.Epochs = 3
-}
+sess.Config.Epochs = labsetup.ByScale(1, 1, 3)
 // Tutorial 5's pass_args: integer 8/4 on every Linear, then L1-norm 0.5 (local) on weights and activations.
 compression := nas.Tutorial5Compression()
 variants := []struct {
@@ -274,7 +264,7 @@ variants := []struct {
 var studies []searchplot.Named
 tbl := widget.NewTable("Task 2: accuracy per objective", "objective", "best", "mean", "std")
 for _, v := range variants {
-	tpe := must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: quickOr(2, 5)}))
+	tpe := must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: labsetup.ByScale(2, 3, 5)}))
 	st := liveStudy(v.name, tpe, n)
 	must(st.Optimize(context.Background(), v.obj.Run, n, 0))
 	ts := must1(st.Trials())

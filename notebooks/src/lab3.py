@@ -24,8 +24,10 @@ anything but `LinearInteger`; and two bit counts are reported: MASE's, which add
 as 12 "bits"), and the real storage cost per element (8 bits for integer 8/4, plus the shared exponent per block for block
 formats).
 
-**Scale.** As in Lab 2, quick mode (CI) uses 2,000 SST-2 sentences at 32 tokens and a few trials per study; the full run
-uses the lab's IMDb at 512 tokens with the lab's trial counts.
+**Scale.** As in Lab 2, the *standard* scale (the default without a GPU) uses 2,000 SST-2 sentences at 32 tokens,
+evaluated on all 872 test sentences, with fewer trials per study than the lab (10 in Task 1, 2 per format for all 12
+formats, 6 mixed, 8 with the cost function); the *quick* scale (CI) runs fewer trials on 5 formats and evaluates on
+400 sentences; the *full* scale (the default on a GPU) uses the lab's IMDb at 512 tokens with the lab's trial counts.
 """)
 
 code(r"""
@@ -59,13 +61,6 @@ func must1[T any](v T, err error) T {
 	return v
 }
 
-// quickOr returns quick in quick mode, full otherwise.
-func quickOr[T any](quick, full T) T {
-	if labsetup.Quick() {
-		return quick
-	}
-	return full
-}
 
 // session starts every trial from Lab 2's best model (tutorial_5_best_model) when the Lab 2 notebook has made it, else
 // from bert-tiny fine-tuned as in Lab 0 Tutorial 2 (the HEAD script's option B, without pretrained weights).
@@ -78,10 +73,7 @@ func session() *compress.Session {
 		must(err)
 	}
 	fmt.Println("starting point:", origin)
-	o := labsetup.Options()
-	if labsetup.Quick() {
-		o.Limit, o.EvalLimit, o.MaxLen = 2000, 400, 32
-	}
+	o := labsetup.SearchOptions()
 	trainData, testData, err := labsetup.Splits(o)
 	must(err)
 	cfg := labsetup.TrainConfig()
@@ -94,9 +86,9 @@ func liveStudy(name string, sampler search.Sampler, total int) *search.Study {
 	return must1(labsetup.LiveStudy(name, sampler, total))
 }
 
-// tpe is the TPE sampler of the lab with fewer random start-up trials in quick mode.
+// tpe is the TPE sampler of the lab, with fewer random start-up trials below full scale.
 func tpe() search.Sampler {
-	return must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: quickOr(3, 10)}))
+	return must1(search.NewTPESampler(search.TPEOptions{Seed: labsetup.Seed, NStartupTrials: labsetup.ByScale(3, 4, 10)}))
 }
 
 // show renders a line chart inline (and in the HTML report).
@@ -156,13 +148,13 @@ md(r"""
 ## Tutorial 6 · 2. Float or LinearInteger per layer
 
 The tutorial's space: every Linear is either kept or replaced by `LinearInteger` 8/4, one categorical choice per layer,
-named `<module path>_type`. One random trial (the tutorial runs one; quick mode two). "Quantized layers: k/N" is what the
+named `<module path>_type`. One random trial (the tutorial runs one, as the full scale does; the others two). "Quantized layers: k/N" is what the
 HEAD script prints.
 """)
 
 code(r"""
 %%
-n := quickOr(2, 1)
+n := labsetup.ByScale(2, 2, 1)
 obj := mixedprecision.NewObjective(mixedprecision.FormatSpace(quant.Integer), session())
 st := liveStudy("bert-tiny-mixed-precision-study", search.NewRandomSampler(labsetup.Seed), n)
 must(st.Optimize(context.Background(), obj.Run, n, 0))
@@ -181,7 +173,7 @@ best models keep a few sensitive layers (the first layer's Q/K/V) in float and u
 
 code(r"""
 %%
-n := quickOr(6, 20)
+n := labsetup.ByScale(6, 10, 20)
 obj := mixedprecision.NewObjective(mixedprecision.Task1Space(), session())
 st := liveStudy("Task 1: integer widths", tpe(), n)
 must(st.Optimize(context.Background(), obj.Run, n, 0))
@@ -199,14 +191,16 @@ md(r"""
 
 For each format, a study whose layers are either float or that format at 8 bits; the plot shows each study's best accuracy
 so far. The seeds: integer, minifloat and block floating point end close to the float model; log and block log, with their
-power-of-two grids, lose the most; pure binary layers collapse to chance unless the search keeps most layers in float. Quick
-mode tries five formats for a few trials each; the full run tries all of them.
+power-of-two grids, lose the most; pure binary layers collapse to chance unless the search keeps most layers in float. The
+quick scale tries five formats for three trials each; the standard scale all 12 for two trials each, the full scale
+all 12 for 20.
 """)
 
 code(r"""
 %%
-n := quickOr(3, 20)
-formats := quickOr([]string{quant.Integer, quant.MinifloatIEEE, quant.Log, quant.BlockFP, quant.Binary}, mixedprecision.Formats)
+n := labsetup.ByScale(3, 2, 20)
+formats := labsetup.ByScale([]string{quant.Integer, quant.MinifloatIEEE, quant.Log, quant.BlockFP, quant.Binary}, mixedprecision.Formats,
+	mixedprecision.Formats)
 sess := session()
 var studies []searchplot.Named
 tbl := widget.NewTable("Task 2: best trial per precision", "format", "best accuracy", "quantized layers", "weight bits")
@@ -231,7 +225,7 @@ uses.
 
 code(r"""
 %%
-n := quickOr(4, 40)
+n := labsetup.ByScale(4, 6, 40)
 obj := mixedprecision.NewObjective(mixedprecision.AllFormatsSpace(), session())
 st := liveStudy("Task 2: all formats", tpe(), n)
 must(st.Optimize(context.Background(), obj.Run, n, 0))
@@ -253,7 +247,7 @@ recorded beside it. The scatter shows every trial's accuracy against its bits.
 
 code(r"""
 %%
-n := quickOr(5, 30)
+n := labsetup.ByScale(5, 8, 30)
 lambda := 0.005
 obj := mixedprecision.NewObjective(mixedprecision.Task1Space(), session())
 obj.Lambda = lambda

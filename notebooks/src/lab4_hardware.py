@@ -32,9 +32,10 @@ while its RTL floors. Lanes are in order (element e on lane e; MASE's ROM source
 same). Operators without a hardware component are errors, not silent HLS placeholders. The components are gomase's own
 (rtl/README.md); the testbench is SystemVerilog, not cocotb; no date in `top.sv`.
 
-**Scale.** Quick mode (CI, about a minute and a half on two cores; each Verilator build takes about 8 s, each Yosys
-run of the whole design 2–3 s): 200 random vectors per design, synthesis at parallelism 4 only. The full run simulates
-1000 vectors and synthesises parallelism 1, 2 and 4 for both activations.
+**Scale.** The standard scale (the default without a GPU) and the full scale are the same here: 1000 random vectors per
+design and synthesis at parallelism 1, 2 and 4 for both activations (each Verilator build takes about 8 s on two cores,
+each Yosys run of the whole design a few seconds). The quick scale (CI) simulates 200 vectors and synthesises
+parallelism 4 only.
 """)
 
 code(r"""
@@ -78,13 +79,6 @@ func must1[T any](v T, err error) T {
 	return v
 }
 
-// quickOr returns quick in quick mode, full otherwise.
-func quickOr[T any](quick, full T) T {
-	if labsetup.Quick() {
-		return quick
-	}
-	return full
-}
 
 // showBars renders a bar chart inline (and in the HTML report).
 func showBars(b plot.BarChart) { widget.Show(must1(widget.BarChart(b))) }
@@ -354,7 +348,7 @@ result; the example rows are read back from the files the run used (`sim/in.hex`
 code(r"""
 %%
 d := must1(emit.LoadDesign(filepath.Join(workDir, "relu_p4")))
-res := simulate("ReLU MLP, parallelism 4", filepath.Join(workDir, "relu_p4"), d, quickOr(200, 1000))
+res := simulate("ReLU MLP, parallelism 4", filepath.Join(workDir, "relu_p4"), d, labsetup.ByScale(200, 1000, 1000))
 saveFact("relu_sim", fmt.Sprintf("%d/%d", res.Matched, res.Vectors))
 fmt.Printf("the same from the command line: bin/mase emit --model mlp --out DIR && bin/mase sim DIR --vectors %d --seed 1\n", res.Vectors)
 """)
@@ -461,7 +455,7 @@ display.Markdown(b.String())
 if inst != nil {
 	widget.Show(&widget.Source{Name: "top.sv: the Leaky ReLU instance", Language: "systemverilog", Text: inst[1], MaxHeight: 400})
 }
-simulate("Leaky ReLU MLP, parallelism 4", dir, d, quickOr(200, 1000))
+simulate("Leaky ReLU MLP, parallelism 4", dir, d, labsetup.ByScale(200, 1000, 1000))
 
 // How many outputs actually exercised the negative branch?
 want := vectors(readLanes(filepath.Join(dir, emit.SimDir, "expected.hex"), d.Output.Format.Width), d.Output)
@@ -514,7 +508,7 @@ of logic, adders and multipliers included, becomes 4-input LUTs; registers are c
 emitted design is synthesised as written with `emit.Synthesize` — `top.sv`, the parameter sources with their ROMs
 (constant data, so they fold into logic) and the components; `rtl/synth` flattens the array ports that Yosys 0.23 cannot
 read and runs Yosys in the design's directory so that the ROM files are found as the simulator finds them. The components are also synthesised alone, with the design's parameters (`synth.Component`), to show where
-the cost goes. Quick mode synthesises parallelism 4 only; the full run adds parallelism 1 and 2 (the weight ROM then
+the cost goes. The quick scale synthesises parallelism 4 only; the others add parallelism 1 and 2 (the weight ROM then
 streams 1×1 or 2×2 elements per beat and the linear layer computes that many products per cycle).
 """)
 
@@ -528,7 +522,7 @@ type row struct {
 }
 var rows []row
 designs := map[string]*emit.Design{}
-for _, par := range quickOr([]int{4}, []int{1, 2, 4}) {
+for _, par := range labsetup.ByScale([]int{4}, []int{1, 2, 4}, []int{1, 2, 4}) {
 	for _, act := range []string{"relu", "leaky_relu"} {
 		_, d, dir := prepare(fmt.Sprintf("synth_%s_p%d", act, par), models.MLPOptions{Activation: act}, par)
 		t := time.Now()

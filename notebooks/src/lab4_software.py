@@ -27,14 +27,15 @@ BERT's Linear layers saves in memory.
 **Differences from MASE** (docs/lab4.md): everything runs on the CPU with GoMLX's Go backend, so the "change `device`
 to `cuda`" questions are discussed, not measured. The compiled mode's first call compiles the whole graph but does no
 tracing (the MaseGraph is traced before the timing starts; Dynamo traces inside `torch.compile`'s first call). Models have
-random weights (timing and memory do not depend on the values). ResNet-18 runs at batch 8, not the lab's 128, and only
-in full mode; bert-tiny is timed in both. Every call is timed on its own, so the lab's no-warm-up mean and the
+random weights (timing and memory do not depend on the values). ResNet-18 runs at batch 8, not the lab's 128, and is
+left out at quick scale; bert-tiny is timed at every scale. Every call is timed on its own, so the lab's no-warm-up mean and the
 steady state come from one run. Attention is timed on random q, k, v (the lab's all-ones tensors make every softmax row
 uniform; they are still checked). The memory figure is parameter bytes, exact, not the peak GPU memory the lab reads.
 
-**Scale.** Quick mode (CI, one to two minutes on two cores): bert-tiny only, up to 50 calls per mode, attention at
-batch 8 instead of 32, fewer repetitions. The full run adds ResNet-18 and uses the lab's 5, 50 and 200 calls and the
-lab's attention shape [32, 8, 128, 64].
+**Scale.** The standard scale (the default without a GPU) and the full scale use the lab's 5, 50 and 200 calls and the
+lab's attention shape [32, 8, 128, 64], and time ResNet-18 (5, 10 and 20 calls per mode at standard scale, 5, 20 and
+50 at full scale). The quick scale (CI, one to two minutes on two cores) times bert-tiny only, up to 50 calls per mode,
+attention at batch 8 instead of 32, with fewer repetitions.
 """)
 
 code(r"""
@@ -86,13 +87,6 @@ func must2[A, B any](a A, b B, err error) (A, B) {
 	return a, b
 }
 
-// quickOr returns quick in quick mode, full otherwise.
-func quickOr[T any](quick, full T) T {
-	if labsetup.Quick() {
-		return quick
-	}
-	return full
-}
 
 // showLine and showBars render a chart inline (and in the HTML report).
 func showLine(c plot.Chart) { widget.Show(must1(widget.LineChart(c))) }
@@ -153,8 +147,8 @@ break-even n.
 md(r"""
 ### bert-tiny
 
-bert-tiny (2 layers, hidden 128) on a batch of 8 sequences of 128 random token ids, eval mode. Quick mode times 50 calls
-per mode; the full run times the lab's 200. The cell first declares `compareModes`, which the ResNet-18 cell uses too:
+bert-tiny (2 layers, hidden 128) on a batch of 8 sequences of 128 random token ids, eval mode. The quick scale times 50 calls
+per mode; the others time the lab's 200. The cell first declares `compareModes`, which the ResNet-18 cell uses too:
 it runs `perf.Compare`, then shows the table, the lab's figure and what the numbers say.
 """)
 
@@ -269,28 +263,29 @@ for i := range ids {
 }
 inputs := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}
 compareModes(fmt.Sprintf("bert-tiny forward, batch %d × %d tokens", batch, seq), m, []string{"input_ids"}, inputs,
-	quickOr([]int{5, 20, 50}, []int{5, 50, 200}), 5)
+	labsetup.ByScale([]int{5, 20, 50}, []int{5, 50, 200}, []int{5, 50, 200}), 5)
 """)
 
 md(r"""
-### ResNet-18 (full mode only)
+### ResNet-18 (standard and full scale)
 
 The lab's model: ResNet-18 with 1000 classes on 224 × 224 images, here at batch 8 (the lab's batch of 128 takes about
-16 times as long per call, which two cores cannot repeat enough times). A call takes about a second, so quick mode leaves
-it out.
+16 times as long per call, which two cores cannot repeat enough times). A call takes about a second on two cores, so the
+quick scale leaves it out and the standard scale times fewer calls.
 """)
 
 code(r"""
 %%
 batch, image := 8, 224
+iters := labsetup.ByScale(nil, []int{5, 10, 20}, []int{5, 20, 50})
 cmd := fmt.Sprintf("bin/mase bench compile --model resnet18 --batch %d --image %d --iters 5,20,50 --warmup 3", batch, image)
-if labsetup.Quick() {
-	fmt.Println("Quick mode: ResNet-18 is left out (about a second per call on two cores). The full notebook runs it; so does\n  " + cmd)
+if iters == nil {
+	fmt.Println("Quick scale: ResNet-18 is left out (about a second per call on two cores). The standard and full scales run it; so does\n  " + cmd)
 	return
 }
 m := must1(models.NewResNet18(1000, 1))
 inputs := map[string]*tensors.Tensor{"x": models.RandomImages(1, batch, image, image)}
-compareModes(fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d", batch, image, image), m, nil, inputs, []int{5, 20, 50}, 3)
+compareModes(fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d", batch, image, image), m, nil, inputs, iters, 3)
 fmt.Println("the same from the command line:", cmd)
 """)
 
@@ -381,7 +376,7 @@ runners := make([]execute.Runner, len(configs))
 for i, c := range configs {
 	runners[i] = c.r
 }
-warm, calls := 3, quickOr(12, 40)
+warm, calls := 3, labsetup.ByScale(12, 40, 40)
 times := must1(perf.TimeInterleaved(runners, inputs, warm+calls))
 medians := make([]time.Duration, len(configs))
 for i := range configs {
@@ -429,7 +424,7 @@ traced := []string{"input_ids"}
 mg := must1(mase.NewMaseGraph(m, traced))
 _, report := must2(mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: 32}))
 fmt.Println(report)
-batch, seq := 8, quickOr(64, 128)
+batch, seq := 8, labsetup.ByScale(64, 128, 128)
 ids := make([]int32, batch*seq)
 for i := range ids {
 	ids[i] = int32(1000 + (i*7919)%29000)
@@ -439,7 +434,7 @@ eager := must1(execute.NewEager(m, mg.Graph, execute.Mode{}))
 others := []string{compileopt.DeadCode, compileopt.RemoveDropout, compileopt.SDPAKernel, compileopt.GELUKernel}
 with, repWith := must2(compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, compileopt.Names()))
 without, repWithout := must2(compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, others))
-warm, calls := 2, quickOr(8, 30)
+warm, calls := 2, labsetup.ByScale(8, 30, 30)
 times := must1(perf.TimeInterleaved([]execute.Runner{eager, without, with}, inputs, warm+calls))
 e, wo, w := median(times[0][warm:]), median(times[1][warm:]), median(times[2][warm:])
 display.Markdown(fmt.Sprintf("**bert-tiny, Linear layers packed (MXINT8, group 32), batch %d × %d**, medians of %d calls\n\n"+
@@ -467,8 +462,8 @@ median of several calls, and their largest error against a float64 reference.
 
 code(r"""
 %%
-dims := quickOr([]int{8, 8, 128, 64}, []int{32, 8, 128, 64})
-reps := quickOr(9, 21)
+dims := labsetup.ByScale([]int{8, 8, 128, 64}, []int{32, 8, 128, 64}, []int{32, 8, 128, 64})
+reps := labsetup.ByScale(9, 21, 21)
 s := sdpa.NewShape(dims[0], dims[1], dims[2], dims[2], dims[3])
 
 // The lab's check: q = k = v = torch.ones(..., dtype=float16) gives 1.0 everywhere.
@@ -757,7 +752,7 @@ func mismatches(got, want []bfloat16.BFloat16) int {
 }
 
 %%
-n := quickOr(1<<14, 1<<18) + 13 // a partial last group for every group size
+n := labsetup.ByScale(1<<14, 1<<18, 1<<18) + 13 // a partial last group for every group size
 var b strings.Builder
 b.WriteString("| group size | values | bits per value | formula ≠ bit trick | SIMD kernel ≠ bit trick | GoMLX op ≠ bit trick |\n|---|---|---|---|---|---|\n")
 total, bad := 0, 0
@@ -800,7 +795,7 @@ bit-trick loop allocates its output on every call, as the lab's wrapper does.
 code(r"""
 %%
 sizes := []int{1 << 10, 1 << 16, 1 << 20, 4 << 20}
-reps := quickOr(9, 31)
+reps := labsetup.ByScale(9, 31, 31)
 const gs = 32
 var b strings.Builder
 b.WriteString("| values | bytes moved | SIMD kernel | GB/s | bit-trick loop | GB/s | copy GB/s | kernel / copy |\n|---|---|---|---|---|---|---|---|\n")
