@@ -22,7 +22,7 @@ sweep starts from the same trained checkpoint.
 error rather than a silent skip, and every sweep point reloads the checkpoint (the pass changes the graph in place).
 
 **No pretrained weights** exist offline: the starting model is bert-tiny fine-tuned from random initialisation in Lab 0
-(about 0.64 on SST-2 in quick mode), not MASE's pretrained 0.83, so absolute accuracies are lower; the shapes of the curves
+(about 0.67 on SST-2 at the standard scale, 0.64 at the quick scale), not MASE's pretrained 0.83, so absolute accuracies are lower; the shapes of the curves
 are what this lab reproduces. **Scale:** the *standard* scale (the default without a GPU) starts from a model trained on
 4,000 SST-2 sentences at 64 tokens and fine-tunes every sweep point on 2,000 of them, with all 7 widths and 4 of the 9
 sparsities; the *quick* scale (CI) uses 2,000 sentences throughout and a few sweep points; the *full* scale (the default on
