@@ -11,6 +11,7 @@ require (
 	github.com/gomlx/gomlx v0.28.2
 	github.com/janpfeifer/go-benchmarks v0.1.1
 	github.com/janpfeifer/gonb v0.11.4
+	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/yuin/goldmark v1.8.7
 	golang.org/x/text v0.35.0
 	gonum.org/v1/plot v0.15.2

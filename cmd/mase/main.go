@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -134,6 +135,20 @@ func oneLine(s string) string {
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// pretrainedFlag is --pretrained of the commands that build bert-tiny.
+func pretrainedFlag(fs *flag.FlagSet) *string {
+	return fs.String("pretrained", pretrained.Off, "where the model starts: off (a seeded random initialisation), auto (the labs' pretrained "+
+		pretrained.LabsModel+" from a folder, the HuggingFace cache or the hub, else the random initialisation, saying why), "+
+		"or a HuggingFace repository id or local folder that must load (HF_TOKEN, HF_ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE apply)")
+}
+
+// flagsSet names the flags given on the command line.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }
 
 // trainingFlags are the training-step and batch-shape flags of the

@@ -33,8 +33,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	limit := fs.Int("limit", 0, "keep a class-balanced subset of N training examples (0: all)")
 	evalLimit := fs.Int("eval-limit", 0, "keep a class-balanced subset of N evaluation examples (0: all)")
 	maxLen := fs.Int("max-len", 512, "truncate sequences to this many tokens")
-	lr := fs.Float64("lr", defaults.LearningRate, "peak learning rate (HF's default 5e-5 suits pretrained weights; random init needs more)")
-	warmup := fs.Float64("warmup", defaults.WarmupRatio, "warm-up as a fraction of all steps")
+	lr := fs.Float64("lr", defaults.LearningRate, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
+	warmup := fs.Float64("warmup", defaults.WarmupRatio, "warm-up as a fraction of all steps (default: 0.1 from a random initialisation, HF's 0 from pretrained weights)")
+	pretrainedFrom := pretrainedFlag(fs)
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size")
 	loraRank := fs.Int("lora-rank", 0, "insert LoRA adapters of this rank (0: full fine-tuning); fused after training")
 	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA alpha (default: the rank, so the scale α/r is 1)")
@@ -56,12 +57,24 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *limit < 0 || *evalLimit < 0 || *loraRank < 0 {
 		return fmt.Errorf("--limit, --eval-limit and --lora-rank must be ≥ 0")
 	}
-	cfg := defaults
-	cfg.Epochs, cfg.LearningRate, cfg.WarmupRatio, cfg.BatchSize = *epochs, *lr, *warmup, *batch
+	set := flagsSet(fs)
 	opts := finetune.Options{Model: *model, Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen,
-		Train: &cfg, LoRARank: *loraRank, LoRAAlpha: *loraAlpha, FreezeEmbeddings: *freeze, GroupByLength: *groupByLength, Out: *out, Seed: *seed}
-	if err := shapes.apply(&cfg, &opts); err != nil {
+		LoRARank: *loraRank, LoRAAlpha: *loraAlpha, FreezeEmbeddings: *freeze, GroupByLength: *groupByLength, Out: *out, Seed: *seed,
+		Pretrained: *pretrainedFrom}
+	var check train.Config
+	if err := shapes.apply(&check, &opts); err != nil {
 		return err
+	}
+	// The start (random or pretrained) picks the default learning rate and
+	// warm-up; flags given on the command line override it.
+	opts.Tune = func(cfg *train.Config) {
+		cfg.Epochs, cfg.BatchSize, cfg.Trainer = *epochs, *batch, check.Trainer
+		if set["lr"] {
+			cfg.LearningRate = *lr
+		}
+		if set["warmup"] {
+			cfg.WarmupRatio = *warmup
+		}
 	}
 	if !*quiet {
 		opts.Progress = &train.TerminalProgress{W: stderr}
@@ -69,6 +82,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	res, err := finetune.Run(opts)
 	if err != nil {
 		return err
+	}
+	for _, w := range res.StartWarnings {
+		fmt.Fprintln(stderr, w)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -78,6 +94,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s on %s: %d training examples, %d steps in %.1f s (%.1f samples/s; %s trainer, %d compiles in %.1f s)\n",
 		res.Model, res.Dataset, res.TrainExamples, res.History.Steps, res.History.Seconds, res.SamplesPerSec,
 		res.Trainer, res.Compiles.Training.Count, res.Compiles.Training.Seconds)
+	fmt.Fprintf(stdout, "%s\n", res.Start)
 	fmt.Fprintf(stdout, "trainable parameters: %d of %d\n", res.Trainable, res.Parameters)
 	fmt.Fprintf(stdout, "%s accuracy: baseline %.4f → trained %.4f\n", res.EvalSplit, res.Baseline.Accuracy, res.Final.Accuracy)
 	if res.Fused != nil {

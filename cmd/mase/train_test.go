@@ -67,3 +67,49 @@ func TestTrainBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainPretrainedFolder: --pretrained PATH starts from a local
+// HuggingFace-style folder (a BertModel checkpoint written by PyTorch,
+// without a classifier): transformers' warnings on stderr, HF's learning
+// rate, the folder's tokenizer, and a checkpoint that imports again.
+func TestTrainPretrainedFolder(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	folder := filepath.Join("..", "..", "mase", "pretrained", "testdata", "base")
+	out := filepath.Join(t.TempDir(), "from_pretrained")
+	code, stdout, stderr := runCLI("train", "--pretrained", folder, "--dataset", "sst2", "--limit", "32", "--eval-limit", "32",
+		"--max-len", "32", "--quiet", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Model, Start string
+		Config       struct {
+			LearningRate float64 `json:"learning_rate"`
+			WarmupRatio  float64 `json:"warmup_ratio"`
+		}
+		History struct{ Steps int }
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("bad JSON: %v\n%.300s", err, stdout)
+	}
+	if res.Model != folder || !strings.Contains(res.Start, "starting from the pretrained "+folder+" (pytorch_model.bin)") ||
+		res.Config.LearningRate != 5e-5 || res.Config.WarmupRatio != 0 || res.History.Steps != 4 {
+		t.Errorf("result %+v", res)
+	}
+	if !strings.Contains(stderr, "newly initialized: ['classifier.weight', 'classifier.bias']") {
+		t.Errorf("stderr lacks transformers' warning about the new head: %q", stderr)
+	}
+	if _, err := checkpoint.Import(out); err != nil {
+		t.Errorf("re-importing the checkpoint: %v", err)
+	}
+	// --lr given on the command line wins; a folder that is not a model fails in one line.
+	code, stdout, _ = runCLI("train", "--pretrained", folder, "--dataset", "sst2", "--limit", "16", "--eval-limit", "16",
+		"--max-len", "32", "--quiet", "--lr", "3e-4", "--json")
+	if code != 0 || !strings.Contains(stdout, `"learning_rate": 0.0003`) {
+		t.Errorf("--lr 3e-4: exit %d, %.400s", code, stdout)
+	}
+	code, _, stderr = runCLI("train", "--pretrained", t.TempDir(), "--dataset", "sst2", "--limit", "16")
+	if code == 0 || !strings.Contains(stderr, "config.json") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("an empty folder: exit %d, %q", code, stderr)
+	}
+}

@@ -124,17 +124,17 @@ type LoadReport struct {
 func (r *LoadReport) Warnings() []string {
 	var w []string
 	if len(r.Unexpected) > 0 {
-		w = append(w, fmt.Sprintf("Some weights of the model checkpoint were not used: %s", pyList(r.Unexpected)))
+		w = append(w, fmt.Sprintf("Some weights of the model checkpoint were not used: %s", PyList(r.Unexpected)))
 	}
 	if len(r.Missing) > 0 {
 		w = append(w, fmt.Sprintf("Some weights of the model were not initialized from the model checkpoint and are newly initialized: %s\n"+
-			"You should probably TRAIN this model on a down-stream task to be able to use it for predictions and inference.", pyList(r.Missing)))
+			"You should probably TRAIN this model on a down-stream task to be able to use it for predictions and inference.", PyList(r.Missing)))
 	}
 	return w
 }
 
-// pyList prints names as a Python list of strings.
-func pyList(names []string) string {
+// PyList prints names as a Python list of strings, as transformers' warnings do.
+func PyList(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = "'" + n + "'"

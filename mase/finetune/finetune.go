@@ -14,8 +14,11 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/hub"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -31,8 +34,11 @@ type Options struct {
 	// (0: all); EvalLimit does the same for the evaluation split.
 	Limit, EvalLimit int
 	MaxLen           int // truncation length (default 512, MASE's)
-	// Train holds the optimiser settings (default: FromScratch()).
+	// Train holds the optimiser settings (default: FromScratch(), or HF's
+	// train.DefaultConfig() with pretrained weights); Tune, when set,
+	// adjusts that default instead (the CLI's flags).
 	Train *train.Config
+	Tune  func(*train.Config)
 	// LoRARank > 0 inserts LoRA adapters of that rank (alpha LoRAAlpha,
 	// default = rank) before training and fuses them afterwards.
 	LoRARank  int
@@ -53,6 +59,14 @@ type Options struct {
 	Out      string
 	Seed     uint64
 	Progress train.Progress
+	// Pretrained is where the model starts (pretrained.Start): "" or "off"
+	// for the seeded initialisation, "auto" for the labs' pretrained
+	// bert-tiny when it can be had, or a HuggingFace repository id or
+	// folder. With pretrained weights the default learning rate is HF's
+	// (train.DefaultConfig) rather than FromScratch's.
+	Pretrained string
+	// Hub says where pretrained files come from (folder, cache, download).
+	Hub hub.Options
 }
 
 // FromScratch is the optimiser setting gomase uses when no pretrained
@@ -67,9 +81,15 @@ func FromScratch() train.Config {
 
 // Result is what Run measured.
 type Result struct {
-	Trainer       string         `json:"trainer"`
-	Compiles      RunCompiles    `json:"compiles"`
-	Model         string         `json:"model"`
+	Trainer  string      `json:"trainer"`
+	Compiles RunCompiles `json:"compiles"`
+	Model    string      `json:"model"`
+	// Start says where the model started: a seeded initialisation or a
+	// pretrained checkpoint (and why, for an "auto" fallback).
+	Start string `json:"start"`
+	// StartWarnings are transformers' warnings about the pretrained load
+	// (weights not used, a newly initialised head).
+	StartWarnings []string       `json:"start_warnings,omitempty"`
 	Dataset       string         `json:"dataset"`
 	TrainExamples int            `json:"train_examples"`
 	EvalExamples  int            `json:"eval_examples"`
@@ -195,9 +215,19 @@ func Run(o Options) (*Result, error) {
 	if o.MaxLen == 0 {
 		o.MaxLen = tokenizer.ModelMaxLength
 	}
+	from, startNote, err := pretrained.Start(o.Pretrained, pretrained.Options{Hub: o.Hub, NumLabels: 2, Seed: o.Seed})
+	if err != nil {
+		return nil, err
+	}
 	cfg := FromScratch()
+	if from != nil {
+		cfg = train.DefaultConfig()
+	}
 	if o.Train != nil {
 		cfg = *o.Train
+	}
+	if o.Tune != nil {
+		o.Tune(&cfg)
 	}
 	cfg.Seed = o.Seed
 	if o.FreezeEmbeddings {
@@ -210,13 +240,17 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
+	var model *nn.Model
+	var tok *tokenizer.Tokenizer
+	if from != nil {
+		model, tok = from.Model, from.Tokenizer
+	} else if model, err = models.New(o.Model, o.Seed); err != nil {
 		return nil, err
 	}
-	model, err := models.New(o.Model, o.Seed)
-	if err != nil {
-		return nil, err
+	if tok == nil {
+		if tok, err = tokenizer.BertBaseUncased(); err != nil {
+			return nil, err
+		}
 	}
 	mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
 	if err != nil {
@@ -236,10 +270,13 @@ func Run(o Options) (*Result, error) {
 		return nil, err
 	}
 	defer tr.Close()
-	res := &Result{Trainer: tr.Kind(), Model: o.Model, Dataset: o.Dataset, TrainExamples: trainSplit.Len(), EvalExamples: evalSplit.Len(),
+	res := &Result{Trainer: tr.Kind(), Model: o.Model, Start: startNote, Dataset: o.Dataset, TrainExamples: trainSplit.Len(), EvalExamples: evalSplit.Len(),
 		EvalSplit: evalSplit.Name, Config: cfg, LoRARank: o.LoRARank}
 	if res.Dataset == "" {
 		res.Dataset = "imdb"
+	}
+	if from != nil {
+		res.Model, res.StartWarnings = from.ID, from.Warnings()
 	}
 	rows, _ := passes.ReportTrainableParameters(mg)
 	res.Trainable, res.Parameters = rows[0].Trainable, rows[0].Total
