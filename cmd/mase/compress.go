@@ -50,7 +50,8 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	methods := fs.String("methods", "random,l1-norm", "pruning methods (random, l1-norm)")
 	epochs := fs.Int("epochs", 1, "epochs of QAT / fine-tuning per point")
 	startEpochs := fs.Int("start-epochs", 1, "epochs of the starting model's training when no --checkpoint is given")
-	lr := fs.Float64("lr", finetune.FromScratch().LearningRate, "peak learning rate")
+	lr := fs.Float64("lr", finetune.FromScratch().LearningRate, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
+	pretrainedFrom := pretrainedFlag(fs)
 	seed := fs.Uint64("seed", 42, "seed")
 	plotPath := fs.String("plot", "", "write the sweep's chart as SVG to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object per point, then a summary")
@@ -96,6 +97,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, title)
 		return &train.TerminalProgress{W: stderr}
 	}
+	if *ckpt != "" && flagsSet(fs)["pretrained"] {
+		return fmt.Errorf("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+	}
 	start := *ckpt
 	if start == "" {
 		dir, err := os.MkdirTemp("", "gomase-compress-")
@@ -105,14 +109,28 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(dir)
 		start = filepath.Join(dir, "start")
 		so := o
-		sc := cfg
-		sc.Epochs = *startEpochs
-		so.Train, so.Out, so.Progress = &sc, start, progress("training the starting model")
+		so.Out, so.Progress, so.Pretrained = start, progress("training the starting model"), *pretrainedFrom
+		if !*asJSON {
+			so.Hub.Progress = downloadProgress(stderr)
+		}
+		lrSet := flagsSet(fs)["lr"]
+		so.Tune = func(sc *train.Config) {
+			sc.Epochs, sc.Seed, sc.Trainer = *startEpochs, cfg.Seed, cfg.Trainer
+			if lrSet {
+				sc.LearningRate = *lr
+			}
+		}
 		res, err := finetune.Run(so)
 		if err != nil {
 			return fmt.Errorf("training the starting model: %w", err)
 		}
-		fmt.Fprintf(stderr, "starting model: %s accuracy %.4f after %d epoch(s)\n", res.EvalSplit, res.Final.Accuracy, *startEpochs)
+		for _, w := range res.StartWarnings {
+			fmt.Fprintln(stderr, w)
+		}
+		if res.Pretrained && !lrSet {
+			cfg.LearningRate, cfg.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
+		}
+		fmt.Fprintf(stderr, "starting model: %s; %s accuracy %.4f after %d epoch(s)\n", res.Start, res.EvalSplit, res.Final.Accuracy, *startEpochs)
 	}
 	cfg.Epochs = *epochs
 	s, err := compress.NewSession(o, cfg)

@@ -44,6 +44,7 @@ func TestCompressBadInput(t *testing.T) {
 		{[]string{"compress", "sparsity", "--sparsities", "1.5"}, `--sparsities: "1.5" is not a number in [0, 1]`},
 		{[]string{"compress", "sparsity", "--methods", "l1"}, `--methods: "l1" is not a pruning method (allowed: random, l1-norm)`},
 		{[]string{"compress", "width", "--widths", "40", "--limit", "8", "--eval-limit", "8"}, "--widths: width 40 out of range (allowed: 2..32)"},
+		{[]string{"compress", "width", "--checkpoint", "x", "--pretrained", "auto"}, "give one of them"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {

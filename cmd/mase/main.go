@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/finetune"
@@ -139,9 +140,29 @@ func main() {
 
 // pretrainedFlag is --pretrained of the commands that build bert-tiny.
 func pretrainedFlag(fs *flag.FlagSet) *string {
-	return fs.String("pretrained", pretrained.Off, "where the model starts: off (a seeded random initialisation), auto (the labs' pretrained "+
+	return fs.String("pretrained", pretrained.Auto, "where the model starts: off (a seeded random initialisation), auto (the labs' pretrained "+
 		pretrained.LabsModel+" from a folder, the HuggingFace cache or the hub, else the random initialisation, saying why), "+
 		"or a HuggingFace repository id or local folder that must load (HF_TOKEN, HF_ENDPOINT, HF_HUB_CACHE, HF_HUB_OFFLINE apply)")
+}
+
+// downloadProgress shows a hub download on w as one updating line (at
+// most four updates a second, and the last).
+func downloadProgress(w io.Writer) func(file string, done, total int64) {
+	var last time.Time
+	return func(file string, done, total int64) {
+		if done < total && time.Since(last) < 250*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		if total > 0 {
+			fmt.Fprintf(w, "\rdownloading %s: %.1f of %.1f MB", file, float64(done)/1e6, float64(total)/1e6)
+		} else {
+			fmt.Fprintf(w, "\rdownloading %s: %.1f MB", file, float64(done)/1e6)
+		}
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // flagsSet names the flags given on the command line.

@@ -258,3 +258,14 @@ func TestSIMDWarning(t *testing.T) {
 		}
 	}
 }
+
+func TestDownloadProgress(t *testing.T) {
+	var b strings.Builder
+	p := downloadProgress(&b)
+	p("pytorch_model.bin", 0, 2e6)
+	p("pytorch_model.bin", 1e6, 2e6) // within 250 ms of the last update: skipped
+	p("pytorch_model.bin", 2e6, 2e6) // the last one is always shown
+	if got := b.String(); got != "\rdownloading pytorch_model.bin: 0.0 of 2.0 MB\rdownloading pytorch_model.bin: 2.0 of 2.0 MB\n" {
+		t.Errorf("progress %q", got)
+	}
+}

@@ -20,10 +20,20 @@ import (
 // checks it).
 func TestMain(m *testing.M) {
 	simdWarnings = false
+	// --pretrained auto never reaches the network or the user's
+	// HuggingFace cache in tests: it falls back to the seeded initialisation.
+	os.Setenv("GOMASE_OFFLINE", "1")
 	if os.Getenv("GOMASE_RUN_AS_MASE") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	cache, err := os.MkdirTemp("", "gomase-hf-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("HF_HUB_CACHE", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 // tinyNAS are the flags of a NAS search whose trials take well under a

@@ -78,6 +78,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if !*quiet {
 		opts.Progress = &train.TerminalProgress{W: stderr}
+		opts.Hub.Progress = downloadProgress(stderr)
 	}
 	res, err := finetune.Run(opts)
 	if err != nil {

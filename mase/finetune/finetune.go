@@ -87,6 +87,8 @@ type Result struct {
 	// Start says where the model started: a seeded initialisation or a
 	// pretrained checkpoint (and why, for an "auto" fallback).
 	Start string `json:"start"`
+	// Pretrained is whether the model started from pretrained weights.
+	Pretrained bool `json:"pretrained"`
 	// StartWarnings are transformers' warnings about the pretrained load
 	// (weights not used, a newly initialised head).
 	StartWarnings []string       `json:"start_warnings,omitempty"`
@@ -276,7 +278,7 @@ func Run(o Options) (*Result, error) {
 		res.Dataset = "imdb"
 	}
 	if from != nil {
-		res.Model, res.StartWarnings = from.ID, from.Warnings()
+		res.Model, res.StartWarnings, res.Pretrained = from.ID, from.Warnings(), true
 	}
 	rows, _ := passes.ReportTrainableParameters(mg)
 	res.Trainable, res.Parameters = rows[0].Trainable, rows[0].Total
