@@ -13,6 +13,9 @@ import (
 	"github.com/gomase/gomase/kernel/labs"
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -80,9 +83,40 @@ func SearchOptions() finetune.Options {
 // 10 steps at quick scale, 50 at standard (HF's 500 at full).
 func TrainConfig() train.Config {
 	c := finetune.FromScratch()
+	tuneConfig(&c)
+	return c
+}
+
+// PretrainedConfig is HF's Trainer defaults (learning rate 5e-5, no
+// warm-up) with TrainConfig's seed and logging: the lab's setting for a
+// pretrained start.
+func PretrainedConfig() train.Config {
+	c := train.DefaultConfig()
+	tuneConfig(&c)
+	return c
+}
+
+// tuneConfig sets the labs' seed and logging interval.
+func tuneConfig(c *train.Config) {
 	c.Seed = Seed
 	c.LogEvery = ByScale(10, 50, c.LogEvery)
-	return c
+}
+
+// StartModel is the bert-tiny Tutorial 2 fine-tunes, as the lab starts:
+// the pretrained prajjwal1/bert-tiny when it can be had (a folder, the
+// HuggingFace cache, or the hub; pretrained.Start with "auto"), with
+// PretrainedConfig; otherwise the seeded initialisation with TrainConfig.
+// note says which, and why.
+func StartModel() (model *nn.Model, cfg train.Config, note string, err error) {
+	from, note, err := pretrained.Start(pretrained.Auto, pretrained.Options{NumLabels: 2, Seed: Seed})
+	if err != nil {
+		return nil, cfg, "", err
+	}
+	if from != nil {
+		return from.Model, PretrainedConfig(), note, nil
+	}
+	model, err = models.NewBertTiny(Seed)
+	return model, TrainConfig(), note, err
 }
 
 // Batch returns the training batch options: batch 8, truncation to the
@@ -171,10 +205,10 @@ func TrainedStart(progress train.Progress) (base, origin string, err error) {
 		return "", "", err
 	}
 	o := Options()
-	cfg := TrainConfig()
-	o.Train, o.Out, o.Progress = &cfg, base, progress
-	if _, err := finetune.Run(o); err != nil {
+	o.Out, o.Progress, o.Pretrained, o.Tune = base, progress, pretrained.Auto, tuneConfig
+	res, err := finetune.Run(o)
+	if err != nil {
 		return "", "", fmt.Errorf("training the starting checkpoint: %w", err)
 	}
-	return base, "a model fine-tuned now (Tutorial 2's SFT step)", nil
+	return base, "a model fine-tuned now (Tutorial 2's SFT step), " + res.Start, nil
 }

@@ -87,3 +87,37 @@ func TestCheckpointPaths(t *testing.T) {
 		t.Errorf("TrainedStart = %s, %q, %v", got, origin, err)
 	}
 }
+
+// TestStartModel: without the pretrained weights the labs start from the
+// seeded bert-tiny with the from-scratch setting; with prajjwal1/bert-tiny
+// in the HuggingFace cache they start from it with HF's setting.
+func TestStartModel(t *testing.T) {
+	t.Setenv("GOMASE_SCALE", "quick")
+	t.Setenv("GOMASE_OFFLINE", "1")
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	m, cfg, note, err := StartModel()
+	if err != nil || m == nil || cfg.LearningRate != 1e-3 || cfg.LogEvery != 10 || !strings.Contains(note, "seeded random initialisation") {
+		t.Fatalf("without weights: %v, lr %g, log every %d, %q", err, cfg.LearningRate, cfg.LogEvery, note)
+	}
+	// A transformers-layout cache entry for prajjwal1/bert-tiny (the small
+	// BertModel fixture of mase/pretrained stands in for the real weights).
+	const commit = "0000000000000000000000000000000000000001"
+	snap := filepath.Join(cache, "models--prajjwal1--bert-tiny", "snapshots", commit)
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(cache, "models--prajjwal1--bert-tiny", "refs"), 0o755)
+	os.WriteFile(filepath.Join(cache, "models--prajjwal1--bert-tiny", "refs", "main"), []byte(commit), 0o644)
+	for _, f := range []string{"config.json", "pytorch_model.bin", "tokenizer.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "pretrained", "testdata", "base", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(snap, f), data, 0o644)
+	}
+	m, cfg, note, err = StartModel()
+	if err != nil || m == nil || cfg.LearningRate != 5e-5 || cfg.WarmupRatio != 0 || cfg.Seed != Seed || !strings.Contains(note, "pretrained prajjwal1/bert-tiny") {
+		t.Fatalf("with weights: %v, lr %g, warm-up %g, %q", err, cfg.LearningRate, cfg.WarmupRatio, note)
+	}
+}

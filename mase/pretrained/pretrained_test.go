@@ -357,3 +357,14 @@ func TestParseConfigLabels(t *testing.T) {
 		t.Errorf("bad id2label: %v", err)
 	}
 }
+
+// TestAutoWithoutNetwork: "auto" falls back when the hub's host cannot be
+// resolved, and says so in one line.
+func TestAutoWithoutNetwork(t *testing.T) {
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("GOMASE_OFFLINE", "")
+	m, note, err := Start(Auto, Options{Hub: hub.Options{Endpoint: "http://hub.gomase-test.invalid", CacheDir: t.TempDir()}})
+	if err != nil || m != nil || !strings.Contains(note, "hub.gomase-test.invalid cannot be resolved") || strings.Contains(note, "\n") {
+		t.Errorf("auto without network: %v, %v, %q", m, err, note)
+	}
+}

@@ -64,6 +64,14 @@ func reason(err error) string {
 	case errors.Is(err, hub.ErrUnauthorized):
 		return "the hub asks for a token: set HF_TOKEN"
 	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "not in the HuggingFace cache, and the hub's host " + dnsErr.Name + " cannot be resolved: no network?"
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return "not in the HuggingFace cache, and the hub cannot be reached: " + netErr.Error()
+	}
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]

@@ -21,9 +21,11 @@ sweep starts from the same trained checkpoint.
 `"by"`, so a second call raises `KeyError`), every Linear keeps its bias, a config for an op gomase does not quantize is an
 error rather than a silent skip, and every sweep point reloads the checkpoint (the pass changes the graph in place).
 
-**No pretrained weights** exist offline: the starting model is bert-tiny fine-tuned from random initialisation in Lab 0
-(about 0.67 on SST-2 at the standard scale, 0.64 at the quick scale), not MASE's pretrained 0.83, so absolute accuracies are lower; the shapes of the curves
-are what this lab reproduces. **Scale:** the *standard* scale (the default without a GPU) starts from a model trained on
+**The starting model** is Tutorial 2's fine-tuned bert-tiny. When that notebook could get the pretrained
+`prajjwal1/bert-tiny` weights (your HuggingFace cache, or the hub), it started from them as MASE does (MASE reports 0.83
+from there); otherwise it started from a random initialisation (about 0.67 on SST-2 at the standard scale, 0.64 at the
+quick scale), so absolute accuracies are lower and the shapes of the curves are what this lab reproduces. Tutorial 2's
+SFT cell says which start it took. **Scale:** the *standard* scale (the default without a GPU) starts from a model trained on
 4,000 SST-2 sentences at 64 tokens and fine-tunes every sweep point on 2,000 of them, with all 7 widths and 4 of the 9
 sparsities; the *quick* scale (CI) uses 2,000 sentences throughout and a few sweep points; the *full* scale (the default on
 a GPU) is the lab's IMDb at 512 tokens with every point.

@@ -27,7 +27,7 @@ that behaviour back, shown below). Layer choices are the strings `"linear"`/`"id
 be kept in a journal file and resumed. The grid of the Grid sampler covers every architecture with every Linear kept (the
 full grid including both layer choices has up to 2⁴⁹ points per architecture).
 
-**Scale.** Trial models start from random weights (no pretrained weights offline), as in the lab. The lab trains each
+**Scale.** Trial models start from random weights, as in the lab (each architecture is new). The lab trains each
 trial for an epoch of IMDb; on two CPU cores that is hours per trial, so the full run is for a long night (or use
 `mase search ... --storage FILE --timeout 8h`, which resumes where it stopped). That is the *full* scale, the default on a GPU. The
 *standard* scale (the default without a GPU) searches the smaller `nas.QuickSpace()` (1–2 layers, 2–4 heads, hidden

@@ -63,7 +63,7 @@ func must1[T any](v T, err error) T {
 
 
 // session starts every trial from Lab 2's best model (tutorial_5_best_model) when the Lab 2 notebook has made it, else
-// from bert-tiny fine-tuned as in Lab 0 Tutorial 2 (the HEAD script's option B, without pretrained weights).
+// from bert-tiny fine-tuned as in Lab 0 Tutorial 2 (the HEAD script's option B; from the pretrained weights when they can be had).
 func session() *compress.Session {
 	start := must1(labsetup.Checkpoint("tutorial_5_best_model"))
 	origin := "Lab 2's tutorial_5_best_model"
