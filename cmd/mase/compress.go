@@ -127,6 +127,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		for _, w := range res.StartWarnings {
 			fmt.Fprintln(stderr, w)
 		}
+		if err := checkSharedVocabulary(res); err != nil {
+			return err
+		}
 		if res.Pretrained && !lrSet {
 			cfg.LearningRate, cfg.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
 		}

@@ -52,3 +52,15 @@ func TestCompressBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressPretrainedVocabulary: a pretrained start whose vocabulary is
+// not bert-base-uncased's (the small fixture has 40 tokens) is refused in
+// one line, since the sweep's data are tokenised with bert-base-uncased.
+func TestCompressPretrainedVocabulary(t *testing.T) {
+	folder := filepath.Join("..", "..", "mase", "pretrained", "testdata", "base")
+	code, _, stderr := runCLI("compress", "width", "--pretrained", folder, "--limit", "16", "--eval-limit", "16", "--max-len", "32",
+		"--widths", "8", "--json")
+	if code == 0 || !strings.Contains(stderr, "has a vocabulary of 40 tokens, but compress and search tokenise their data with bert-base-uncased's 30522") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -165,6 +165,19 @@ func downloadProgress(w io.Writer) func(file string, done, total int64) {
 	}
 }
 
+// checkSharedVocabulary fails when a pretrained start has a vocabulary
+// other than bert-base-uncased's, which the sweep and search data are
+// tokenised with.
+func checkSharedVocabulary(res *finetune.Result) error {
+	if res.Pretrained && res.VocabSize != bertBaseVocabSize {
+		return fmt.Errorf("--pretrained %s has a vocabulary of %d tokens, but compress and search tokenise their data with bert-base-uncased's %d: use a model of the BERT-uncased family, or mase train", res.Model, res.VocabSize, bertBaseVocabSize)
+	}
+	return nil
+}
+
+// bertBaseVocabSize is the size of bert-base-uncased's vocabulary.
+const bertBaseVocabSize = 30522
+
 // flagsSet names the flags given on the command line.
 func flagsSet(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}

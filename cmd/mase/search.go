@@ -27,7 +27,7 @@ import (
 const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE] [--study NAME] [--seed S] [--quick] " +
 	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
-	"[mixed-precision: --checkpoint CKPT --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
+	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
 
 func init() {
 	register(command{
@@ -329,6 +329,9 @@ func (n *nasFlags) objective(f searchFlags, set map[string]bool, stderr io.Write
 	}
 	if err := space.Validate(); err != nil {
 		return nil, nil, "", err
+	}
+	if set["pretrained"] {
+		return nil, nil, "", fmt.Errorf("--pretrained is for --space mixed-precision: NAS trial models are new architectures and start from random weights")
 	}
 	if *n.postEpochs < 0 || (*n.postEpochs > 0 && !*n.compress) {
 		return nil, nil, "", fmt.Errorf("--post-epochs needs --compress and must be ≥ 0")

@@ -11,13 +11,14 @@ import (
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/mixedprecision"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/train"
 )
 
 // mixedPrecisionFlags are the flags of --space mixed-precision.
 type mixedPrecisionFlags struct {
-	checkpoint, formats, widths, fracWidths, bits *string
-	startEpochs                                   *int
-	lambda                                        *float64
+	checkpoint, formats, widths, fracWidths, bits, pretrained *string
+	startEpochs                                               *int
+	lambda                                                    *float64
 }
 
 func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
@@ -30,10 +31,11 @@ func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
 		bits:        fs.String("bits", mixedprecision.BitsStorage, "mixed-precision: the bit count of the cost: storage (real bits per weight element) or mase (MASE's precision sum)"),
 		startEpochs: fs.Int("start-epochs", 1, "mixed-precision: epochs of the starting model's training when no --checkpoint is given"),
 		lambda:      fs.Float64("lambda", 0, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
+		pretrained:  pretrainedFlag(fs),
 	}
 }
 
-func (m *mixedPrecisionFlags) objective(f searchFlags, _ map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
+func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
 	space := mixedprecision.Space{Choices: []string{mixedprecision.Linear}}
 	if *m.formats == "all" {
 		space.Choices = append(space.Choices, mixedprecision.Formats...)
@@ -63,6 +65,9 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, _ map[string]bool, stderr
 	if *m.startEpochs < 1 {
 		return nil, nil, "", fmt.Errorf("--start-epochs must be ≥ 1")
 	}
+	if *m.checkpoint != "" && set["pretrained"] {
+		return nil, nil, "", fmt.Errorf("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+	}
 	sess, err := searchSession(f, stderr)
 	if err != nil {
 		return nil, nil, "", err
@@ -75,19 +80,36 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, _ map[string]bool, stderr
 		}
 		// The temporary start model lives as long as the process.
 		sess.Checkpoint = filepath.Join(dir, "start")
-		cfg := sess.Config
-		cfg.Epochs = *m.startEpochs
+		base := sess.Config
 		o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen,
-			Seed: f.seed, Train: &cfg, Out: sess.Checkpoint}
-		if err := f.training.apply(&cfg, &o); err != nil {
+			Seed: f.seed, Out: sess.Checkpoint, Pretrained: *m.pretrained}
+		var check train.Config
+		if err := f.training.apply(&check, &o); err != nil {
 			return nil, nil, "", err
+		}
+		// The start (random or pretrained) picks the default learning rate;
+		// --lr given on the command line wins.
+		o.Tune = func(cfg *train.Config) {
+			cfg.Epochs, cfg.Seed, cfg.Trainer = *m.startEpochs, base.Seed, base.Trainer
+			if set["lr"] {
+				cfg.LearningRate = base.LearningRate
+			}
 		}
 		fmt.Fprintf(stderr, "training the starting model (%d epoch(s))\n", *m.startEpochs)
 		res, err := finetune.Run(o)
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("training the starting model: %w", err)
 		}
-		fmt.Fprintf(stderr, "starting model: accuracy %.4f\n", res.Final.Accuracy)
+		for _, w := range res.StartWarnings {
+			fmt.Fprintln(stderr, w)
+		}
+		if err := checkSharedVocabulary(res); err != nil {
+			return nil, nil, "", err
+		}
+		if res.Pretrained && !set["lr"] {
+			sess.Config.LearningRate, sess.Config.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
+		}
+		fmt.Fprintf(stderr, "starting model: %s; accuracy %.4f\n", res.Start, res.Final.Accuracy)
 	}
 	obj := mixedprecision.NewObjective(space, sess)
 	obj.Lambda, obj.Bits = *m.lambda, *m.bits

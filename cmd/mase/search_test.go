@@ -128,6 +128,8 @@ func TestSearchBadFlags(t *testing.T) {
 		{[]string{"--space", "mixed-precision", "--formats", "int8"}, `"int8"`},
 		{[]string{"--space", "mixed-precision", "--bits", "real"}, `unknown --bits "real"`},
 		{[]string{"--space", "mixed-precision", "--lambda", "-1"}, "--lambda must be ≥ 0"},
+		{[]string{"--space", "mixed-precision", "--checkpoint", "x", "--pretrained", "off"}, "give one of them"},
+		{append(slices.Clone(tinyNAS), "--pretrained", "auto"), "--pretrained is for --space mixed-precision"},
 	} {
 		code, _, errOut := runCLI(append([]string{"search"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

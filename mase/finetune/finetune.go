@@ -87,8 +87,10 @@ type Result struct {
 	// Start says where the model started: a seeded initialisation or a
 	// pretrained checkpoint (and why, for an "auto" fallback).
 	Start string `json:"start"`
-	// Pretrained is whether the model started from pretrained weights.
+	// Pretrained is whether the model started from pretrained weights, and
+	// VocabSize the size of its vocabulary (0 for the seeded bert-tiny).
 	Pretrained bool `json:"pretrained"`
+	VocabSize  int  `json:"vocab_size,omitempty"`
 	// StartWarnings are transformers' warnings about the pretrained load
 	// (weights not used, a newly initialised head).
 	StartWarnings []string       `json:"start_warnings,omitempty"`
@@ -278,7 +280,7 @@ func Run(o Options) (*Result, error) {
 		res.Dataset = "imdb"
 	}
 	if from != nil {
-		res.Model, res.StartWarnings, res.Pretrained = from.ID, from.Warnings(), true
+		res.Model, res.StartWarnings, res.Pretrained, res.VocabSize = from.ID, from.Warnings(), true, from.Config.VocabSize
 	}
 	rows, _ := passes.ReportTrainableParameters(mg)
 	res.Trainable, res.Parameters = rows[0].Trainable, rows[0].Total
