@@ -121,20 +121,31 @@ type LoadReport struct {
 
 // Warnings returns HuggingFace-style warnings about missing and unexpected
 // tensors; none for a complete, exact load.
-func (r *LoadReport) Warnings() []string {
+func (r *LoadReport) Warnings() []string { return r.WarningsFor("", "") }
+
+// WarningsFor is Warnings in transformers' full wording, naming the
+// checkpoint (at) and the model class being initialised when given.
+func (r *LoadReport) WarningsFor(at, class string) []string {
+	ckpt, model, initializing := "the model checkpoint", "the model", ""
+	if at != "" {
+		ckpt += " at " + at
+	}
+	if class != "" {
+		model, initializing = class, " when initializing "+class
+	}
 	var w []string
 	if len(r.Unexpected) > 0 {
-		w = append(w, fmt.Sprintf("Some weights of the model checkpoint were not used: %s", PyList(r.Unexpected)))
+		w = append(w, fmt.Sprintf("Some weights of %s were not used%s: %s", ckpt, initializing, pyList(r.Unexpected)))
 	}
 	if len(r.Missing) > 0 {
-		w = append(w, fmt.Sprintf("Some weights of the model were not initialized from the model checkpoint and are newly initialized: %s\n"+
-			"You should probably TRAIN this model on a down-stream task to be able to use it for predictions and inference.", PyList(r.Missing)))
+		w = append(w, fmt.Sprintf("Some weights of %s were not initialized from %s and are newly initialized: %s\n"+
+			"You should probably TRAIN this model on a down-stream task to be able to use it for predictions and inference.", model, ckpt, pyList(r.Missing)))
 	}
 	return w
 }
 
-// PyList prints names as a Python list of strings, as transformers' warnings do.
-func PyList(names []string) string {
+// pyList prints names as a Python list of strings.
+func pyList(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = "'" + n + "'"

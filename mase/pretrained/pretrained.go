@@ -58,15 +58,7 @@ type Model struct {
 // Warnings are transformers' warnings about the load: checkpoint weights
 // not used, model weights newly initialised.
 func (m *Model) Warnings() []string {
-	var w []string
-	if len(m.Report.Unexpected) > 0 {
-		w = append(w, fmt.Sprintf("Some weights of the model checkpoint at %s were not used when initializing BertForSequenceClassification: %s", m.ID, checkpoint.PyList(m.Report.Unexpected)))
-	}
-	if len(m.Report.Missing) > 0 {
-		w = append(w, fmt.Sprintf("Some weights of BertForSequenceClassification were not initialized from the model checkpoint at %s and are newly initialized: %s\n"+
-			"You should probably TRAIN this model on a down-stream task to be able to use it for predictions and inference.", m.ID, checkpoint.PyList(m.Report.Missing)))
-	}
-	return w
+	return m.Report.WarningsFor(m.ID, "BertForSequenceClassification")
 }
 
 // hfConfig is the part of a transformers config.json that Load reads.
