@@ -97,8 +97,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, title)
 		return &train.TerminalProgress{W: stderr}
 	}
-	if *ckpt != "" && flagsSet(fs)["pretrained"] {
-		return fmt.Errorf("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+	set := flagsSet(fs)
+	if *ckpt != "" && set["pretrained"] {
+		return errStartTwice
 	}
 	start := *ckpt
 	if start == "" {
@@ -113,25 +114,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		if !*asJSON {
 			so.Hub.Progress = downloadProgress(stderr)
 		}
-		lrSet := flagsSet(fs)["lr"]
-		so.Tune = func(sc *train.Config) {
-			sc.Epochs, sc.Seed, sc.Trainer = *startEpochs, cfg.Seed, cfg.Trainer
-			if lrSet {
-				sc.LearningRate = *lr
-			}
-		}
-		res, err := finetune.Run(so)
+		res, err := trainStart(so, &cfg, *startEpochs, set["lr"], stderr)
 		if err != nil {
-			return fmt.Errorf("training the starting model: %w", err)
-		}
-		for _, w := range res.StartWarnings {
-			fmt.Fprintln(stderr, w)
-		}
-		if err := checkSharedVocabulary(res); err != nil {
 			return err
-		}
-		if res.Pretrained && !lrSet {
-			cfg.LearningRate, cfg.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
 		}
 		fmt.Fprintf(stderr, "starting model: %s; %s accuracy %.4f after %d epoch(s)\n", res.Start, res.EvalSplit, res.Final.Accuracy, *startEpochs)
 	}

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -165,14 +166,39 @@ func downloadProgress(w io.Writer) func(file string, done, total int64) {
 	}
 }
 
-// checkSharedVocabulary fails when a pretrained start has a vocabulary
-// other than bert-base-uncased's, which the sweep and search data are
-// tokenised with.
-func checkSharedVocabulary(res *finetune.Result) error {
-	if res.Pretrained && res.VocabSize != bertBaseVocabSize {
-		return fmt.Errorf("--pretrained %s has a vocabulary of %d tokens, but compress and search tokenise their data with bert-base-uncased's %d: use a model of the BERT-uncased family, or mase train", res.Model, res.VocabSize, bertBaseVocabSize)
+// errStartTwice is the error of --pretrained given with --checkpoint.
+var errStartTwice = errors.New("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+
+// trainStart trains the starting model of a sweep or a search (compress,
+// search --space mixed-precision) into o.Out, from o.Pretrained, for
+// epochs epochs with base's seed and trainer; base's learning rate is used
+// only when --lr was given (lrSet), else the start's default. It prints
+// transformers' warnings, refuses a pretrained vocabulary other than
+// bert-base-uncased's (the sweep and search data are tokenised with it),
+// and moves base to the start's learning rate and warm-up when the start
+// was pretrained and --lr was not given.
+func trainStart(o finetune.Options, base *train.Config, epochs int, lrSet bool, stderr io.Writer) (*finetune.Result, error) {
+	seed, trainer, lr := base.Seed, base.Trainer, base.LearningRate
+	o.Tune = func(cfg *train.Config) {
+		cfg.Epochs, cfg.Seed, cfg.Trainer = epochs, seed, trainer
+		if lrSet {
+			cfg.LearningRate = lr
+		}
 	}
-	return nil
+	res, err := finetune.Run(o)
+	if err != nil {
+		return nil, fmt.Errorf("training the starting model: %w", err)
+	}
+	for _, w := range res.StartWarnings {
+		fmt.Fprintln(stderr, w)
+	}
+	if res.Pretrained && res.VocabSize != bertBaseVocabSize {
+		return nil, fmt.Errorf("--pretrained %s has a vocabulary of %d tokens, but compress and search tokenise their data with bert-base-uncased's %d: use a model of the BERT-uncased family, or mase train", res.Model, res.VocabSize, bertBaseVocabSize)
+	}
+	if res.Pretrained && !lrSet {
+		base.LearningRate, base.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
+	}
+	return res, nil
 }
 
 // bertBaseVocabSize is the size of bert-base-uncased's vocabulary.

@@ -66,7 +66,7 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 		return nil, nil, "", fmt.Errorf("--start-epochs must be ≥ 1")
 	}
 	if *m.checkpoint != "" && set["pretrained"] {
-		return nil, nil, "", fmt.Errorf("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+		return nil, nil, "", errStartTwice
 	}
 	sess, err := searchSession(f, stderr)
 	if err != nil {
@@ -80,34 +80,16 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 		}
 		// The temporary start model lives as long as the process.
 		sess.Checkpoint = filepath.Join(dir, "start")
-		base := sess.Config
 		o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen,
 			Seed: f.seed, Out: sess.Checkpoint, Pretrained: *m.pretrained}
 		var check train.Config
 		if err := f.training.apply(&check, &o); err != nil {
 			return nil, nil, "", err
 		}
-		// The start (random or pretrained) picks the default learning rate;
-		// --lr given on the command line wins.
-		o.Tune = func(cfg *train.Config) {
-			cfg.Epochs, cfg.Seed, cfg.Trainer = *m.startEpochs, base.Seed, base.Trainer
-			if set["lr"] {
-				cfg.LearningRate = base.LearningRate
-			}
-		}
 		fmt.Fprintf(stderr, "training the starting model (%d epoch(s))\n", *m.startEpochs)
-		res, err := finetune.Run(o)
+		res, err := trainStart(o, &sess.Config, *m.startEpochs, set["lr"], stderr)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("training the starting model: %w", err)
-		}
-		for _, w := range res.StartWarnings {
-			fmt.Fprintln(stderr, w)
-		}
-		if err := checkSharedVocabulary(res); err != nil {
 			return nil, nil, "", err
-		}
-		if res.Pretrained && !set["lr"] {
-			sess.Config.LearningRate, sess.Config.WarmupRatio = res.Config.LearningRate, res.Config.WarmupRatio
 		}
 		fmt.Fprintf(stderr, "starting model: %s; accuracy %.4f\n", res.Start, res.Final.Accuracy)
 	}
