@@ -180,7 +180,7 @@ func chooseScale(name string, quick, full bool) (labs.Scale, error) {
 	case name != "":
 		sc, err := labs.ParseScale(name)
 		if err != nil {
-			return "", fmt.Errorf("--scale %s: must be quick, standard or full", name)
+			return "", fmt.Errorf("--scale %s: %w", name, labs.ErrUnknownScale)
 		}
 		return sc, nil
 	}

@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -32,6 +33,9 @@ const ScaleEnv = "GOMASE_SCALE"
 // BackendEnv is GoMLX's backend variable, which the kernels inherit.
 const BackendEnv = "GOMLX_BACKEND"
 
+// ErrUnknownScale is wrapped by the errors of an unknown scale name.
+var ErrUnknownScale = errors.New("must be quick, standard or full")
+
 // ParseScale reads a scale name (any case, surrounding spaces ignored).
 func ParseScale(s string) (Scale, error) {
 	v := Scale(strings.ToLower(strings.TrimSpace(s)))
@@ -40,7 +44,7 @@ func ParseScale(s string) (Scale, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("scale %q: must be quick, standard or full", s)
+	return "", fmt.Errorf("scale %q: %w", s, ErrUnknownScale)
 }
 
 // DefaultScale is the scale of a run that names none: full when
@@ -69,7 +73,7 @@ func ScaleFromEnv() (Scale, error) {
 	if v := os.Getenv(ScaleEnv); strings.TrimSpace(v) != "" {
 		sc, err := ParseScale(v)
 		if err != nil {
-			return "", fmt.Errorf("%s=%s: must be quick, standard or full", ScaleEnv, v)
+			return "", fmt.Errorf("%s=%s: %w", ScaleEnv, v, ErrUnknownScale)
 		}
 		return sc, nil
 	}

@@ -245,13 +245,9 @@ func localFolder(id string) (string, bool, error) {
 		strings.HasPrefix(id, "/") || strings.HasPrefix(id, "~/") ||
 		(filepath.Separator != '/' && (strings.HasPrefix(id, "."+string(filepath.Separator)) ||
 			strings.HasPrefix(id, ".."+string(filepath.Separator))))
-	dir := id
-	if id == "~" || strings.HasPrefix(id, "~/") {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", false, errorf(nil, "cannot expand %s: %v", id, err)
-		}
-		dir = filepath.Join(home, id[1:])
+	dir, err := expandHome(id)
+	if err != nil {
+		return "", false, err
 	}
 	st, err := os.Stat(dir)
 	switch {

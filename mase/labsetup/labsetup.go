@@ -27,9 +27,6 @@ const Seed = 42
 // `mase labs` sets).
 func Scale() labs.Scale { return labs.CurrentScale() }
 
-// Quick reports whether the notebooks run at quick scale.
-func Quick() bool { return Scale() == labs.ScaleQuick }
-
 // Full reports whether the notebooks run at the labs' own scale.
 func Full() bool { return Scale() == labs.ScaleFull }
 

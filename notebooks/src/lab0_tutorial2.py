@@ -257,7 +257,8 @@ must(err)
 fmt.Println("LoRA adapters on", len(info["replaced"].([]string)), "Linear layers")
 _, counts := passes.ReportTrainableParameters(mg)
 fmt.Println("trainable:", counts["trainable"], "of", counts["total"])
-before, after := fineTune(mg, "LoRA: training loss", trainConfig())
+cfg := trainConfig()
+before, after := fineTune(mg, "LoRA: training loss", cfg)
 fmt.Printf("accuracy of the SFT model:       %.4f\n", before.Accuracy)
 fmt.Printf("accuracy after one LoRA epoch:   %.4f\n", after.Accuracy)
 
@@ -282,7 +283,7 @@ for i := range a {
 	}
 }
 fmt.Printf("largest logit change from fusing (one test batch): %.2g\n", maxDiff)
-tr, err := train.New(mg, trainConfig())
+tr, err := train.New(mg, cfg)
 must(err)
 fused, err := tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
 must(err)
