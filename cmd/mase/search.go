@@ -151,6 +151,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		if f.study == "" {
 			f.study = "bert-tiny-mixed-precision-study"
 		}
+		defer mpFlags.removeStart()
 		objective, grid, value, err = mpFlags.objective(f, set, stderr)
 	case "":
 		return fmt.Errorf("--space is required (allowed: %s)", strings.Join(searchSpaces, ", "))

@@ -19,6 +19,17 @@ type mixedPrecisionFlags struct {
 	checkpoint, formats, widths, fracWidths, bits, pretrained *string
 	startEpochs                                               *int
 	lambda                                                    *float64
+	// startDir is the temporary folder of a starting model trained for
+	// this run; removeStart deletes it.
+	startDir string
+}
+
+// removeStart deletes the temporary starting model, if one was trained.
+func (m *mixedPrecisionFlags) removeStart() {
+	if m.startDir != "" {
+		os.RemoveAll(m.startDir)
+		m.startDir = ""
+	}
 }
 
 func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
@@ -78,7 +89,7 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 		if err != nil {
 			return nil, nil, "", err
 		}
-		// The temporary start model lives as long as the process.
+		m.startDir = dir // removed by removeStart when the search ends
 		sess.Checkpoint = filepath.Join(dir, "start")
 		o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen,
 			Seed: f.seed, Out: sess.Checkpoint, Pretrained: *m.pretrained}

@@ -233,10 +233,15 @@ func TestSearchKilledAndResumed(t *testing.T) {
 }
 
 func TestSearchMixedPrecisionCost(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	code, out, errOut := runCLI("search", "--space", "mixed-precision", "--quick", "--limit", "64", "--eval-limit", "64",
 		"--sampler", "random", "--trials", "2", "--formats", "integer,minifloat_ieee", "--widths", "8,16", "--frac-widths", "2,4", "--lambda", "0.01")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "gomase-search-*")); len(left) > 0 {
+		t.Errorf("the temporary starting model was left behind: %v", left)
 	}
 	trials, best := decodeTrialLines(t, out)
 	if len(trials) != 2 || best == nil {

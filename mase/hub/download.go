@@ -231,9 +231,11 @@ func (c *config) writeBlob(ctx context.Context, cancel context.CancelFunc, resp 
 	if total < 0 {
 		total = -1
 	}
+	// An LFS file's etag is the sha256 of its content: check it, so a
+	// corrupted transfer is never cached.
 	var sum hash.Hash
 	var w io.Writer = f
-	if etag == "" {
+	if etag == "" || isSHA256(etag) {
 		sum = sha256.New()
 		w = io.MultiWriter(f, sum)
 	}
@@ -287,8 +289,14 @@ func (c *config) writeBlob(ctx context.Context, cancel context.CancelFunc, resp 
 	if err := f.Close(); err != nil {
 		return "", c.cacheError(err)
 	}
-	if etag == "" {
-		etag = hex.EncodeToString(sum.Sum(nil))
+	if sum != nil {
+		got := hex.EncodeToString(sum.Sum(nil))
+		if etag == "" {
+			etag = got
+		} else if got != etag {
+			return "", errorf(nil, "download of %s of %s from %s is corrupt: sha256 %s, the hub says %s; nothing was cached, retry",
+				file, id, u, got, etag)
+		}
 	}
 	blob := filepath.Join(blobs, etag)
 	if err := os.Chmod(tmp, 0o644); err != nil {
@@ -299,6 +307,20 @@ func (c *config) writeBlob(ctx context.Context, cancel context.CancelFunc, resp 
 	}
 	ok = true
 	return blob, nil
+}
+
+// isSHA256 reports whether s is 64 lower-case hex digits, the form of an
+// LFS file's etag.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // statusError turns a non-200 response into a one-line error and records a

@@ -26,7 +26,8 @@ type Options struct {
 	// Revision is a branch, tag or 40-hex commit; default "main".
 	Revision string
 	// Token is sent as "Authorization: Bearer"; default $HF_TOKEN, then
-	// $HUGGING_FACE_HUB_TOKEN.
+	// $HUGGING_FACE_HUB_TOKEN, then the file `huggingface-cli login`
+	// writes (TokenPath).
 	Token string
 	// Endpoint is the Hub base URL; default $HF_ENDPOINT, else
 	// https://huggingface.co.
@@ -319,6 +320,9 @@ func newConfig(o Options) (*config, error) {
 	if c.token == "" {
 		c.token = os.Getenv("HUGGING_FACE_HUB_TOKEN")
 	}
+	if c.token == "" {
+		c.token = savedToken()
+	}
 	c.token = strings.TrimSpace(c.token)
 	if c.endpoint == "" {
 		c.endpoint = os.Getenv("HF_ENDPOINT")
@@ -356,6 +360,50 @@ func newConfig(o Options) (*config, error) {
 	return c, nil
 }
 
+// TokenPath returns where `huggingface-cli login` saves the token:
+// $HF_TOKEN_PATH, else $HF_HOME/token, else
+// $XDG_CACHE_HOME/huggingface/token, else ~/.cache/huggingface/token.
+func TokenPath() (string, error) {
+	if p := os.Getenv("HF_TOKEN_PATH"); p != "" {
+		return expandHome(p)
+	}
+	home, err := hfHome()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, "token"), nil
+}
+
+// savedToken is the content of TokenPath's file; "" when there is none.
+func savedToken() string {
+	p, err := TokenPath()
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hfHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface.
+func hfHome() (string, error) {
+	if d := os.Getenv("HF_HOME"); d != "" {
+		return expandHome(d)
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		d, err := expandHome(d)
+		return filepath.Join(d, "huggingface"), err
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errorf(nil, "no Hugging Face home folder: set HF_HOME (%v)", err)
+	}
+	return filepath.Join(home, ".cache", "huggingface"), nil
+}
+
 // DefaultCacheDir returns the hub cache folder from the environment:
 // $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
 // else ~/.cache/huggingface/hub.
@@ -363,19 +411,11 @@ func DefaultCacheDir() (string, error) {
 	if d := os.Getenv("HF_HUB_CACHE"); d != "" {
 		return expandHome(d)
 	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		d, err := expandHome(d)
-		return filepath.Join(d, "hub"), err
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		d, err := expandHome(d)
-		return filepath.Join(d, "huggingface", "hub"), err
-	}
-	home, err := os.UserHomeDir()
+	home, err := hfHome()
 	if err != nil {
-		return "", errorf(nil, "no hub cache folder: set HF_HUB_CACHE or HF_HOME (%v)", err)
+		return "", err
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub"), nil
+	return filepath.Join(home, "hub"), nil
 }
 
 func expandHome(p string) (string, error) {

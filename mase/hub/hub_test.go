@@ -35,12 +35,13 @@ type fakeRepo struct {
 // fakeHub serves /<id>/resolve/<rev>/<file> like the Hugging Face Hub,
 // redirecting LFS files to a second server (the CDN).
 type fakeHub struct {
-	srv, cdn  *httptest.Server
-	repos     map[string]*fakeRepo
-	requests  atomic.Int64
-	breakNext atomic.Bool // next file response is cut after 100 bytes
-	stallNext atomic.Bool // next file response stalls after the headers
-	stop      chan struct{}
+	srv, cdn   *httptest.Server
+	repos      map[string]*fakeRepo
+	requests   atomic.Int64
+	breakNext  atomic.Bool // next file response is cut after 100 bytes
+	corruptCDN atomic.Bool // next CDN response has one byte changed
+	stallNext  atomic.Bool // next file response stalls after the headers
+	stop       chan struct{}
 
 	mu       sync.Mutex
 	hubAuth  []string // Authorization headers seen by the hub
@@ -172,6 +173,9 @@ func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	for _, repo := range h.repos {
 		for _, body := range repo.files {
 			if sha256hex(body) == sum {
+				if h.corruptCDN.CompareAndSwap(true, false) {
+					body = "X" + body[1:]
+				}
 				w.Header().Set("ETag", `W/"cdn-etag"`)
 				w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 				w.Write([]byte(body))
@@ -189,6 +193,7 @@ func setup(t *testing.T, endpoint string) string {
 	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "GOMASE_OFFLINE", "HF_HOME", "XDG_CACHE_HOME"} {
 		t.Setenv(k, "")
 	}
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "token")) // absent: no saved token
 	t.Setenv("HF_ENDPOINT", endpoint)
 	t.Setenv("HF_HUB_CACHE", cache)
 	return cache
@@ -522,6 +527,50 @@ func TestAuthentication(t *testing.T) {
 	}
 	if mustRead(t, p) != `{"private": true}` {
 		t.Error("wrong content")
+	}
+}
+
+func TestSavedToken(t *testing.T) {
+	h := newFakeHub(t)
+	setup(t, h.srv.URL)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// HF_TOKEN_PATH (set by setup) names a missing file: no token.
+	t.Setenv("HF_HOME", home)
+	_, err := Resolve("org/private", "config.json", Options{})
+	wantContains(t, err, "no token was sent")
+	// Without HF_TOKEN_PATH, $HF_HOME/token is read, as huggingface-cli login writes it.
+	t.Setenv("HF_TOKEN_PATH", "")
+	if p, err := TokenPath(); err != nil || p != filepath.Join(home, "token") {
+		t.Errorf("TokenPath = %q, %v", p, err)
+	}
+	if _, err := Resolve("org/private", "config.json", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// $HF_TOKEN wins over the file.
+	t.Setenv("HF_TOKEN", "wrong")
+	_, err = Resolve("org/private", "model.safetensors", Options{})
+	wantContains(t, err, "token sent was refused")
+}
+
+func TestCorruptLFSDownload(t *testing.T) {
+	h := newFakeHub(t)
+	cache := setup(t, h.srv.URL)
+	h.corruptCDN.Store(true)
+	_, err := Resolve("org/model", "model.safetensors", Options{})
+	wantContains(t, err, "model.safetensors of org/model", "is corrupt: sha256", "nothing was cached")
+	repo := filepath.Join(cache, "models--org--model")
+	if left, _ := filepath.Glob(filepath.Join(repo, "blobs", "*")); len(left) != 0 {
+		t.Errorf("blobs left: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "snapshots", commitA, "model.safetensors")); err == nil {
+		t.Error("a snapshot link to a corrupt blob exists")
+	}
+	p, err := Resolve("org/model", "model.safetensors", Options{})
+	if err != nil || mustRead(t, p) != h.repos["org/model"].files["model.safetensors"] {
+		t.Fatalf("retry: %q, %v", p, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase/datadir"
+	"github.com/gomase/gomase/mase/hub"
 )
 
 // VocabURL is where BertBaseUncased downloads vocab.txt when neither the
@@ -50,8 +51,9 @@ func BertBaseUncased() (*Tokenizer, error) {
 }
 
 // FindVocab returns the path of bert-base-uncased's vocab.txt: the data
-// directory's (see package datadir), else the cache directory's, else a
-// copy it downloads from VocabURL into the cache (checksum verified,
+// directory's (see package datadir), else the cache directory's, else the
+// Hugging Face cache's (package hub; checksum verified), else a copy it
+// downloads from VocabURL into the cache (checksum verified,
 // written atomically). An explicitly configured data directory that does
 // not exist (--data-dir, $GOMASE_DATA_DIR) is an error, not a reason to
 // download. When everything fails, the error lists every place it looked
@@ -82,10 +84,37 @@ func FindVocab() (string, error) {
 		return fail(fmt.Sprintf("cache file %s: %v", cached, err))
 	}
 	tried = append(tried, "cache file "+cached+" does not exist")
+	p, why := fromHubCache()
+	if p != "" {
+		return p, nil
+	}
+	tried = append(tried, why)
 	if err := download(VocabURL, cached, VocabSHA256); err != nil {
 		return fail(err.Error())
 	}
 	return cached, nil
+}
+
+// VocabRepo is the Hugging Face repository whose vocab.txt FindVocab looks
+// for in the hub cache that transformers fills.
+const VocabRepo = "bert-base-uncased"
+
+// fromHubCache returns bert-base-uncased's vocab.txt from the Hugging Face
+// cache, without network access, when it is there with the right checksum;
+// otherwise "" and why not.
+func fromHubCache() (path, why string) {
+	p, err := hub.Resolve(VocabRepo, "vocab.txt", hub.Options{Offline: true})
+	if err != nil {
+		return "", "Hugging Face cache: " + err.Error()
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", "Hugging Face cache: " + err.Error()
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != VocabSHA256 {
+		return "", "Hugging Face cache file " + p + " is not bert-base-uncased's vocabulary (sha256 differs)"
+	}
+	return p, ""
 }
 
 // download fetches url into path atomically (a temporary file in the same

@@ -46,7 +46,43 @@ func offline(t *testing.T) string {
 	t.Setenv(datadir.EnvDataDir, t.TempDir())
 	cache := filepath.Join(t.TempDir(), "cache")
 	t.Setenv(datadir.EnvCacheDir, cache)
+	t.Setenv("HF_HUB_CACHE", filepath.Join(t.TempDir(), "hf"))
 	return cache
+}
+
+func TestVocabFromHubCache(t *testing.T) {
+	good := realVocabBytes(t)
+	cache := offline(t)
+	srv := newVocabServer(t, good)
+	// The layout transformers leaves after from_pretrained("bert-base-uncased").
+	hf := os.Getenv("HF_HUB_CACHE")
+	commit := "86b5e0934494bd15c9632b12f734a8a67f723594"
+	repo := filepath.Join(hf, "models--bert-base-uncased")
+	snap := filepath.Join(repo, "snapshots", commit, "vocab.txt")
+	for p, b := range map[string][]byte{filepath.Join(repo, "refs", "main"): []byte(commit), snap: good} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := FindVocab(); err != nil || p != snap {
+		t.Fatalf("FindVocab = %q, %v; want the hub cache's %s", p, err, snap)
+	}
+	if n := srv.requests.Load(); n != 0 || len(cacheEntries(t, cache)) != 0 {
+		t.Errorf("%d requests, cache %v", n, cacheEntries(t, cache))
+	}
+	// A file with another checksum there is not trusted: FindVocab downloads.
+	if err := os.WriteFile(snap, []byte("[PAD]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := FindVocab(); err != nil || p == snap {
+		t.Fatalf("FindVocab = %q, %v; want a download", p, err)
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
 }
 
 func realVocabBytes(t *testing.T) []byte {
