@@ -5,7 +5,7 @@
 //	model, _ := models.NewBertTiny(42)
 //	mg, _ := mase.NewMaseGraph(model, nil)          // input_ids only, as MASE
 //	mg, _, _ = passes.InitMetadata(mg)
-//	mg.Draw("")                                     // inline under GoNB
+//	draw.Graph(mg, "")                              // package mase/ui/draw; inline under GoNB
 package mase
 
 import (

@@ -11,13 +11,13 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/perf"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -113,7 +113,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if _, _, err := mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: *packGroup}); err != nil {
+		if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: *packGroup}); err != nil {
 			return fmt.Errorf("--mxint8: %w", err)
 		}
 	}

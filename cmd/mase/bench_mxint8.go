@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute/dtypes/bfloat16"
 
 	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/perf"
 )
@@ -73,7 +74,7 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 	gbs := func(ds []time.Duration) float64 { return float64(bytes) / perf.Summarise(ds).Median.Seconds() / 1e9 }
 	th := mxint8Throughput{Values: *n, GroupSize: *gs, Bytes: bytes, KernelGBs: gbs(kt), CopyGBs: gbs(ct)}
 	th.KernelCopy = th.KernelGBs / th.CopyGBs
-	reports := []*mxint8.MemoryFigures{}
+	reports := []*labsetup.MemoryFigures{}
 	cfgs := []struct {
 		name string
 		cfg  models.BertConfig
@@ -82,11 +83,11 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 		cfgs = append(cfgs, struct {
 			name string
 			cfg  models.BertConfig
-		}{"bert 12 × 768", mxint8.LargeBertConfig()})
+		}{"bert 12 × 768", labsetup.LargeBertConfig()})
 	}
 	for _, c := range cfgs {
 		fmt.Fprintf(stderr, "packing %s\n", c.name)
-		r, err := mxint8.MemoryReport(c.name, c.cfg, 1, *gs)
+		r, err := labsetup.MXINT8MemoryReport(c.name, c.cfg, 1, *gs)
 		if err != nil {
 			return err
 		}

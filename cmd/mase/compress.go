@@ -13,8 +13,9 @@ import (
 	"github.com/gomase/gomase/mase/compress"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/progress"
 )
 
 const compressUsage = "width|sparsity [--checkpoint CKPT] [--dataset sst2|imdb|imdb-sample] [--limit N] [--eval-limit N] [--max-len L] " +
@@ -95,7 +96,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		fmt.Fprintln(stderr, title)
-		return &train.TerminalProgress{W: stderr}
+		return &progress.Terminal{W: stderr}
 	}
 	set := flagsSet(fs)
 	if *ckpt != "" && set["pretrained"] {

@@ -11,6 +11,7 @@ import (
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/ui/draw"
 )
 
 func init() {
@@ -101,7 +102,7 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *drawPath != "" {
-		if err := mg.Draw(*drawPath); err != nil {
+		if err := draw.Graph(mg, *drawPath); err != nil {
 			return err
 		}
 	}

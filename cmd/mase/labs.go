@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 func init() {
@@ -64,11 +65,11 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--timeout %s: must be positive (e.g. 30m)", *timeout)
 	}
 
-	scale, err := chooseScale(*scaleName, *quick, *full)
+	sc, err := chooseScale(*scaleName, *quick, *full)
 	if err != nil {
 		return err
 	}
-	opts := labs.Options{OutDir: *out, Scale: scale, CellTimeout: *timeout}
+	opts := labs.Options{OutDir: *out, Scale: sc, CellTimeout: *timeout}
 	if *verbose {
 		opts.Progress = stderr
 	}
@@ -91,13 +92,13 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	if scale == labs.ScaleFull && !labs.IsGPUBackend(labs.BackendName()) {
-		fmt.Fprintf(stderr, "mase labs: full scale on the %s backend trains on all of IMDb at 512 tokens: more than a day on a few CPU cores (--scale standard finishes within an hour on two)\n", labs.BackendName())
+	if sc == scale.Full && !scale.IsGPUBackend(scale.BackendName()) {
+		fmt.Fprintf(stderr, "mase labs: full scale on the %s backend trains on all of IMDb at 512 tokens: more than a day on a few CPU cores (--scale standard finishes within an hour on two)\n", scale.BackendName())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	run := labs.DescribeRun(root, scale)
+	run := labs.DescribeRun(root, sc)
 	outDir := *out
 	if outDir == "" {
 		outDir = "reports"
@@ -162,8 +163,8 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 
 // chooseScale is the scale the flags name: at most one of --scale, --quick
 // and --full; the GOMASE_SCALE/GOMASE_QUICK environment, then
-// labs.DefaultScale, when none is given.
-func chooseScale(name string, quick, full bool) (labs.Scale, error) {
+// scale.Default, when none is given.
+func chooseScale(name string, quick, full bool) (scale.Scale, error) {
 	given := 0
 	for _, set := range []bool{name != "", quick, full} {
 		if set {
@@ -174,17 +175,17 @@ func chooseScale(name string, quick, full bool) (labs.Scale, error) {
 	case given > 1:
 		return "", errors.New("--scale, --quick and --full each choose the scale: give one of them")
 	case quick:
-		return labs.ScaleQuick, nil
+		return scale.Quick, nil
 	case full:
-		return labs.ScaleFull, nil
+		return scale.Full, nil
 	case name != "":
-		sc, err := labs.ParseScale(name)
+		sc, err := scale.Parse(name)
 		if err != nil {
-			return "", fmt.Errorf("--scale %s: %w", name, labs.ErrUnknownScale)
+			return "", fmt.Errorf("--scale %s: %w", name, scale.ErrUnknown)
 		}
 		return sc, nil
 	}
-	return labs.ScaleFromEnv()
+	return scale.FromEnv()
 }
 
 // checkReport verifies a report in headless Chromium with the network off:

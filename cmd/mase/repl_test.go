@@ -93,7 +93,7 @@ func TestREPL(t *testing.T) {
 	}
 
 	const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8" fill="#e0157a"/></svg>`
-	out = s.run(3, 2*time.Minute, `import "github.com/gomase/gomase/mase/display"`, "%%",
+	out = s.run(3, 2*time.Minute, `import "github.com/gomase/gomase/mase/ui/display"`, "%%",
 		"display.SVG(`"+svg+"`)", "display.Markdown(\"| op | count |\\n|---|---|\\n| linear | 14 |\")")
 	var svgFile string
 	if m := regexp.MustCompile(`\[SVG image: (\S+\.svg)\]`).FindStringSubmatch(out); m == nil {

@@ -19,9 +19,9 @@ import (
 	"github.com/gomase/gomase/mase/compress"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/nas"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/searchplot"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/searchplot"
 )
 
 const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE] [--study NAME] [--seed S] [--quick] " +

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/ui/progress"
 )
 
 func init() {
@@ -77,7 +78,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if !*quiet {
-		opts.Progress = &train.TerminalProgress{W: stderr}
+		opts.Progress = &progress.Terminal{W: stderr}
 		opts.Hub.Progress = downloadProgress(stderr)
 	}
 	res, err := finetune.Run(opts)

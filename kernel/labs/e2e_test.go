@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 // requireKernel fails the test (it never skips: CI runs `make setup` before
@@ -31,7 +33,7 @@ func requireKernel(t *testing.T) Options {
 // in headless Chromium with the network off.
 func TestEndToEndSVG(t *testing.T) {
 	opts := requireKernel(t)
-	opts.Scale = ScaleQuick
+	opts.Scale = scale.Quick
 	results, err := Run(context.Background(), []string{filepath.Join("testdata", "e2e_svg.ipynb")}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func TestEndToEndSVG(t *testing.T) {
 		t.Errorf("the DisplaySvg cell's output is %+v, want text/html with the SVG", nb.Cells[1].Outputs)
 	}
 	if out := string(nb.Cells[2].Outputs[0].Text); !strings.Contains(out, "quick: true") {
-		t.Errorf("labs.Quick() printed %q in the notebook, want quick: true (GOMASE_SCALE=quick must reach the kernel)", out)
+		t.Errorf("scale.IsQuick() printed %q in the notebook, want quick: true (GOMASE_SCALE=quick must reach the kernel)", out)
 	}
 	page, err := os.ReadFile(r.Report)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 // IndexInfo describes one `mase labs` run for its index page.
@@ -18,7 +20,7 @@ type IndexInfo struct {
 	// Started is when the run began.
 	Started time.Time
 	// Scale is the notebooks' scale.
-	Scale Scale
+	Scale scale.Scale
 	// Machine, Backend and Commit describe where and what ran; see
 	// DescribeRun for how they are found.
 	Machine, Backend, Commit string
@@ -30,9 +32,9 @@ type IndexInfo struct {
 
 // DescribeRun fills an IndexInfo for a run started now in the checkout at
 // root at scale: the machine (host name, CPU model, cores, OS), the GoMLX
-// backend the notebooks get (BackendName) and the checkout's commit (git,
+// backend the notebooks get (scale.BackendName) and the checkout's commit (git,
 // "unknown" without it).
-func DescribeRun(root string, scale Scale) IndexInfo {
+func DescribeRun(root string, sc scale.Scale) IndexInfo {
 	host, _ := os.Hostname()
 	machine := fmt.Sprintf("%s, %d cores, %s/%s", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	if host != "" {
@@ -42,7 +44,7 @@ func DescribeRun(root string, scale Scale) IndexInfo {
 	if out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 		commit = strings.TrimSpace(string(out))
 	}
-	return IndexInfo{Started: time.Now(), Scale: scale, Machine: machine, Backend: BackendName(), Commit: commit}
+	return IndexInfo{Started: time.Now(), Scale: sc, Machine: machine, Backend: scale.BackendName(), Commit: commit}
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or the

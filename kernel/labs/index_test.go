@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 // writeIndex writes the index and returns its text.
@@ -34,7 +36,7 @@ func TestWriteIndex(t *testing.T) {
 		{Notebook: src, Name: "lab1", Report: filepath.Join(dir, "lab1.html"), Duration: 75 * time.Second},
 		{Notebook: filepath.Join(dir, "missing.ipynb"), Name: "lab2", Duration: 2 * time.Second, Err: errors.New("cell 3 failed:\npanic")},
 	}
-	info := IndexInfo{Started: time.Date(2026, 11, 23, 15, 4, 0, 0, time.UTC), Scale: ScaleQuick, Machine: "m: cpu, 2 cores", Backend: "go", Commit: "abc123"}
+	info := IndexInfo{Started: time.Date(2026, 11, 23, 15, 4, 0, 0, time.UTC), Scale: scale.Quick, Machine: "m: cpu, 2 cores", Backend: "go", Commit: "abc123"}
 	page := writeIndex(t, dir, results, info)
 	for _, want := range []string{
 		`<a href="lab1.html">lab1</a>`, "Lab &lt;1&gt; &amp; friends", "1m15s", "2026-11-23 15:04 UTC",
@@ -71,8 +73,8 @@ func TestWriteIndexInProgress(t *testing.T) {
 
 func TestDescribeRun(t *testing.T) {
 	t.Setenv("GOMLX_BACKEND", "")
-	info := DescribeRun(t.TempDir(), ScaleStandard)
-	if info.Backend != "go" || info.Machine == "" || info.Commit != "unknown" || info.Scale != ScaleStandard {
+	info := DescribeRun(t.TempDir(), scale.Standard)
+	if info.Backend != "go" || info.Machine == "" || info.Commit != "unknown" || info.Scale != scale.Standard {
 		t.Errorf("info %+v", info)
 	}
 }

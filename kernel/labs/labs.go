@@ -7,7 +7,7 @@
 // stops at the first failing cell, writes the executed notebook and an
 // offline HTML report, and reports the failing cell with its error.
 //
-// Notebooks size their work by CurrentScale (quick for CI, standard by
+// Notebooks size their work by scale.Current (quick for CI, standard by
 // default on the CPU, full, the labs' own, by default on a GPU) and call
 // Root to find the repository's files.
 package labs
@@ -31,14 +31,11 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/kernelspec"
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 // ModulePath is the module path of the gomase repository's go.mod.
 const ModulePath = "github.com/gomase/gomase"
-
-// QuickEnv is the older switch for quick scale (GOMASE_QUICK=1);
-// GOMASE_SCALE, when set, wins over it.
-const QuickEnv = "GOMASE_QUICK"
 
 // RootEnv is the environment variable that names the repository root; the
 // kernelspec sets it for notebooks.
@@ -55,19 +52,6 @@ const DefaultCellTimeout = 30 * time.Minute
 
 //go:embed execute.py
 var executePy []byte
-
-// Quick reports whether notebooks run at quick scale (CurrentScale).
-func Quick() bool { return CurrentScale() == ScaleQuick }
-
-// quickEnv reports whether GOMASE_QUICK is set to anything but "", "0",
-// "false", "no" or "off" (any case).
-func quickEnv() bool {
-	switch strings.ToLower(strings.TrimSpace(os.Getenv(QuickEnv))) {
-	case "", "0", "false", "no", "off":
-		return false
-	}
-	return true
-}
 
 var moduleLineRE = regexp.MustCompile(`(?m)^\s*module\s+"?([^"\s]+)"?\s*$`)
 
@@ -135,9 +119,9 @@ type Options struct {
 	// OutDir receives <name>.ipynb (executed) and <name>.html (report);
 	// "reports" if empty.
 	OutDir string
-	// Scale is what GOMASE_SCALE says to the notebooks; DefaultScale if
+	// Scale is what GOMASE_SCALE says to the notebooks; scale.Default if
 	// empty.
-	Scale Scale
+	Scale scale.Scale
 	// Root is the repository root; found from the working directory if empty.
 	Root string
 	// CellTimeout bounds each cell; DefaultCellTimeout if zero.
@@ -162,7 +146,7 @@ func (o *Options) defaults() error {
 		o.CellTimeout = DefaultCellTimeout
 	}
 	if o.Scale == "" {
-		o.Scale = DefaultScale()
+		o.Scale = scale.Default()
 	}
 	if o.Kernel == "" {
 		o.Kernel = kernelspec.Name
@@ -406,7 +390,7 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 		Err:       failure,
 		Duration:  time.Since(start),
 		Scale:     opts.Scale,
-		Backend:   BackendName(),
+		Backend:   scale.BackendName(),
 		Generated: time.Now(),
 		BaseDir:   filepath.Dir(src),
 	}
@@ -437,23 +421,23 @@ func SetEnv(env []string, key, value string) []string {
 }
 
 // NotebookEnv returns env as the kernels of a run need it:
-// GOMASE_SCALE=opts.Scale (DefaultScale when empty; GOMASE_QUICK
+// GOMASE_SCALE=opts.Scale (scale.Default when empty; GOMASE_QUICK
 // removed), GOMASE_ROOT=opts.Root, and Debian's debugpy warning about
 // frozen modules turned off. Whatever starts the kernels (the headless
 // runner, a Jupyter server) gets this environment.
 func NotebookEnv(env []string, opts Options) []string {
 	var out []string
 	for _, kv := range env {
-		if strings.HasPrefix(kv, QuickEnv+"=") || strings.HasPrefix(kv, ScaleEnv+"=") || strings.HasPrefix(kv, RootEnv+"=") {
+		if strings.HasPrefix(kv, scale.QuickEnv+"=") || strings.HasPrefix(kv, scale.Env+"=") || strings.HasPrefix(kv, RootEnv+"=") {
 			continue
 		}
 		out = append(out, kv)
 	}
-	scale := opts.Scale
-	if scale == "" {
-		scale = DefaultScale()
+	sc := opts.Scale
+	if sc == "" {
+		sc = scale.Default()
 	}
-	out = append(out, ScaleEnv+"="+string(scale), RootEnv+"="+opts.Root, "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	out = append(out, scale.Env+"="+string(sc), RootEnv+"="+opts.Root, "PYDEVD_DISABLE_FILE_VALIDATION=1")
 	return out
 }
 

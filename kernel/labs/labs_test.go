@@ -6,18 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func TestQuick(t *testing.T) {
-	t.Setenv(ScaleEnv, "")
-	t.Setenv(BackendEnv, "")
-	for v, want := range map[string]bool{"": false, "0": false, "false": false, "No": false, "off": false, "1": true, "true": true, "yes": true} {
-		t.Setenv(QuickEnv, v)
-		if got := Quick(); got != want {
-			t.Errorf("%s=%q: Quick() = %v, want %v", QuickEnv, v, got, want)
-		}
-	}
-}
+	"github.com/gomase/gomase/mase/labsetup/scale"
+)
 
 func TestFindRoot(t *testing.T) {
 	t.Setenv(RootEnv, "")
@@ -67,14 +58,14 @@ func TestNotebooks(t *testing.T) {
 }
 
 func TestNotebookEnv(t *testing.T) {
-	t.Setenv(BackendEnv, "")
-	env := NotebookEnv([]string{"PATH=/bin", QuickEnv + "=1", ScaleEnv + "=full", RootEnv + "=/old"}, Options{Root: "/repo"})
-	want := []string{"PATH=/bin", ScaleEnv + "=standard", RootEnv + "=/repo", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
+	t.Setenv(scale.BackendEnv, "")
+	env := NotebookEnv([]string{"PATH=/bin", scale.QuickEnv + "=1", scale.Env + "=full", RootEnv + "=/old"}, Options{Root: "/repo"})
+	want := []string{"PATH=/bin", scale.Env + "=standard", RootEnv + "=/repo", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
 	if !slices.Equal(env, want) {
 		t.Errorf("env with no scale = %q, want %q", env, want)
 	}
-	env = NotebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Scale: ScaleQuick})
-	if !slices.Contains(env, ScaleEnv+"=quick") {
+	env = NotebookEnv([]string{"PATH=/bin"}, Options{Root: "/repo", Scale: scale.Quick})
+	if !slices.Contains(env, scale.Env+"=quick") {
 		t.Errorf("env at quick scale = %q", env)
 	}
 }

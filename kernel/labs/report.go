@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -35,7 +36,7 @@ type ReportInfo struct {
 	Duration time.Duration
 	// Scale and Backend are the notebook's scale and GoMLX backend ("":
 	// not shown).
-	Scale   Scale
+	Scale   scale.Scale
 	Backend string
 	// Generated is when the report was written (zero: not shown).
 	Generated time.Time
@@ -75,7 +76,7 @@ func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
 		Name:     info.Name,
 		OK:       info.Err == nil,
 		Scale:    info.Scale.Describe(),
-		Quick:    info.Scale == ScaleQuick,
+		Quick:    info.Scale == scale.Quick,
 		Backend:  info.Backend,
 		Failed:   info.FailedCell,
 		Kernel:   nb.KernelName(),

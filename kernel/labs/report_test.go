@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 // remoteAttrRE is the test's own, independent notion of "fetches from the
@@ -29,7 +30,7 @@ func render(t *testing.T, name string, info ReportInfo) string {
 }
 
 func TestReportIsOffline(t *testing.T) {
-	page := render(t, "outputs.ipynb", ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata", Scale: ScaleQuick, Backend: "xla:cuda", Duration: 3 * time.Second})
+	page := render(t, "outputs.ipynb", ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata", Scale: scale.Quick, Backend: "xla:cuda", Duration: 3 * time.Second})
 	if m := remoteAttrRE.FindString(page); m != "" {
 		t.Errorf("report loads a remote resource: %s", m)
 	}

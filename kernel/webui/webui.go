@@ -36,6 +36,7 @@ import (
 
 	"github.com/gomase/gomase/kernel/kernelspec"
 	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 const defaultJupyter = labs.DefaultJupyter
@@ -68,7 +69,7 @@ type Checks struct {
 	// Texts must each appear in the text of the outputs.
 	Texts []string
 	// Widgets asks for at least one zoomable gomase widget (a graph drawn
-	// by mg.Draw, say) whose script works in the notebook: its zoom-in
+	// by draw.Graph, say) whose script works in the notebook: its zoom-in
 	// button, clicked, sets the zoom level to 125%.
 	Widgets bool
 }
@@ -82,8 +83,8 @@ type Options struct {
 	// from the working directory if empty (labs.Root).
 	Root string
 	// Scale is the notebook's scale (GOMASE_SCALE in the server's
-	// environment, which its kernels inherit); labs.DefaultScale if empty.
-	Scale labs.Scale
+	// environment, which its kernels inherit); scale.Default if empty.
+	Scale scale.Scale
 	// Kernel is the kernelspec the notebook must run with; kernelspec.Name
 	// ("gomase") if empty.
 	Kernel string
@@ -471,7 +472,7 @@ func preflight(ctx context.Context, opts Options) error {
 
 // serverEnv is the server's environment: what the headless runner gives
 // its kernels (labs.NotebookEnv), since the server passes it on to them.
-func serverEnv(env []string, root string, scale labs.Scale) []string {
+func serverEnv(env []string, root string, scale scale.Scale) []string {
 	return labs.NotebookEnv(env, labs.Options{Root: root, Scale: scale})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/mase/labsetup/scale"
 )
 
 // artefactsEnv names the directory where TestNotebookWebUI writes its
@@ -58,7 +59,7 @@ func TestNotebookWebUI(t *testing.T) {
 	rep, err := Run(ctx, Options{
 		Notebook:   filepath.Join(root, "notebooks", name+".ipynb"),
 		Root:       root,
-		Scale:      labs.ScaleQuick,
+		Scale:      scale.Quick,
 		Screenshot: filepath.Join(dir, "webui_"+name+".png"),
 		ServerLog:  filepath.Join(dir, "webui_"+name+".jupyter.log"),
 		Logf:       t.Logf,

@@ -11,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/backend"
-	"github.com/gomase/gomase/mase/models"
 )
 
 // Throughput convention: a dequantisation of n values moves
@@ -218,30 +217,4 @@ func BenchmarkPack(b *testing.B) {
 		}
 	}
 	reportGBs(b, int64(4*n+StorageBytes(n, 32)))
-}
-
-// BenchmarkMemoryReport prints the memory report (parameter bytes FP32 vs
-// packed, with and without the embeddings) for bert-tiny and for a
-// 12-layer × 768 BERT with random weights, group size 32. The figures do
-// not depend on timing; the benchmark only hosts the (slow) large report.
-func BenchmarkMemoryReport(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		cfg  models.BertConfig
-	}{
-		{"bert-tiny", models.BertTinyConfig()}, {"bert-12x768", LargeBertConfig()},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			var f *MemoryFigures
-			for b.Loop() {
-				var err error
-				if f, err = MemoryReport(c.name, c.cfg, 1, 32); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(100*f.LinearsOnly.Saving, "%saving-linears")
-			b.ReportMetric(100*f.WithEmbeddings.Saving, "%saving-all")
-			b.Log("\n" + f.String())
-		})
-	}
 }

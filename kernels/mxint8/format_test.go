@@ -300,12 +300,12 @@ func TestWords(t *testing.T) {
 		for i := range b {
 			b[i] = int8(-100 + 37*i)
 		}
-		w := words(b)
-		if len(w) != (n+3)/4 || !slices.Equal(unwords[int8](w, n), b) {
-			t.Errorf("n %d: words %v → %v", n, w, unwords[int8](w, n))
+		w := Words(b)
+		if len(w) != (n+3)/4 || !slices.Equal(Unwords[int8](w, n), b) {
+			t.Errorf("n %d: words %v → %v", n, w, Unwords[int8](w, n))
 		}
 	}
-	if w := words([]uint8{0x01, 0x02, 0x03, 0xF4}); w[0] != int32(-0x0BFCFDFF) { // 0xF4030201
+	if w := Words([]uint8{0x01, 0x02, 0x03, 0xF4}); w[0] != int32(-0x0BFCFDFF) { // 0xF4030201
 		t.Errorf("little-endian word %#x", uint32(w[0]))
 	}
 }

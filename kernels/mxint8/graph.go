@@ -78,8 +78,8 @@ func scaleGraph(exponents *graph.Node) *graph.Node {
 // little-endian, the last word zero-padded): the checkpoint format stores
 // float32 and int32 tensors only.
 
-// words packs bytes into little-endian int32 words.
-func words[T int8 | uint8](b []T) []int32 {
+// Words packs bytes into little-endian int32 words.
+func Words[T int8 | uint8](b []T) []int32 {
 	out := make([]int32, (len(b)+3)/4)
 	for i, v := range b {
 		out[i/4] |= int32(uint32(uint8(v)) << (8 * (i % 4)))
@@ -87,8 +87,8 @@ func words[T int8 | uint8](b []T) []int32 {
 	return out
 }
 
-// unwords is the inverse of words for n bytes.
-func unwords[T int8 | uint8](w []int32, n int) []T {
+// Unwords is the inverse of words for n bytes.
+func Unwords[T int8 | uint8](w []int32, n int) []T {
 	out := make([]T, n)
 	for i := range out {
 		out[i] = T(uint8(uint32(w[i/4]) >> (8 * (i % 4))))
@@ -96,9 +96,9 @@ func unwords[T int8 | uint8](w []int32, n int) []T {
 	return out
 }
 
-// unwordsGraph unpacks int32 words [..., W] into dtype (int8 or uint8)
+// UnwordsGraph unpacks int32 words [..., W] into dtype (int8 or uint8)
 // bytes [..., 4W], keeping the first n along the last axis when n ≥ 0.
-func unwordsGraph(w *graph.Node, dtype dtypes.DType, n int) *graph.Node {
+func UnwordsGraph(w *graph.Node, dtype dtypes.DType, n int) *graph.Node {
 	dims := w.Shape().Dimensions
 	b := graph.Bitcast(w, dtype) // [..., W, 4], little-endian
 	out := append(append([]int{}, dims[:len(dims)-1]...), 4*dims[len(dims)-1])

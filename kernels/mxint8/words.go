@@ -25,7 +25,7 @@ func DequantizeWords(mantissaWords, exponentWords []int32, n, groupSize int) ([]
 		return nil, fmt.Errorf("mxint8: %d mantissa words and %d exponent words for %d values in groups of %d (allowed: exactly %d and %d)",
 			len(mantissaWords), len(exponentWords), n, groupSize, (n+3)/4, (groups+3)/4)
 	}
-	p, err := NewPacked(unwords[int8](mantissaWords, n), unwords[uint8](exponentWords, groups), groupSize)
+	p, err := NewPacked(Unwords[int8](mantissaWords, n), Unwords[uint8](exponentWords, groups), groupSize)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestDequantizeWordsMatchesDequantize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := DequantizeWords(words(p.Mantissas()), words(p.Exponents()), n, gs)
+			got, err := DequantizeWords(Words(p.Mantissas()), Words(p.Exponents()), n, gs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestDequantizeWordsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw, ew := words(p.Mantissas()), words(p.Exponents())
+	mw, ew := Words(p.Mantissas()), Words(p.Exponents())
 	for name, f := range map[string]func() error{
 		"group size 12": func() error { _, err := DequantizeWords(mw, ew, 9, 12); return err },
 		"no values":     func() error { _, err := DequantizeWords(mw, ew, 0, 8); return err },

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/compileopt"
@@ -15,6 +14,7 @@ import (
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/trace"
 )
 
@@ -250,7 +250,7 @@ func TestMXInt8KernelMatchesPackedModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: 32}); err != nil {
+	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32}); err != nil {
 		t.Fatal(err)
 	}
 	eager, err := execute.NewEager(m, mg.Graph, execute.Mode{})

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
@@ -143,7 +142,7 @@ func mxint8Kernel(m *nn.Model, g *ir.Graph) (int, error) {
 			continue
 		}
 		mod, _ := m.Module(n.Target)
-		l, ok := mod.(*mxint8.QLinearPacked)
+		l, ok := mod.(*nn.QLinearPacked)
 		if !ok {
 			continue
 		}
@@ -162,10 +161,10 @@ func mxint8Kernel(m *nn.Model, g *ir.Graph) (int, error) {
 		for _, p := range params {
 			base := ir.SanitizeName(p.layer.Target + "." + p.param)
 			var err error
-			if p.mw, err = g.AddNode(ir.GetAttr, base+mxint8.MantissasSuffix, p.layer.Target+"."+p.param+mxint8.MantissasSuffix, nil, nil); err != nil {
+			if p.mw, err = g.AddNode(ir.GetAttr, base+nn.MantissasSuffix, p.layer.Target+"."+p.param+nn.MantissasSuffix, nil, nil); err != nil {
 				return err
 			}
-			if p.ew, err = g.AddNode(ir.GetAttr, base+mxint8.ExponentsSuffix, p.layer.Target+"."+p.param+mxint8.ExponentsSuffix, nil, nil); err != nil {
+			if p.ew, err = g.AddNode(ir.GetAttr, base+nn.ExponentsSuffix, p.layer.Target+"."+p.param+nn.ExponentsSuffix, nil, nil); err != nil {
 				return err
 			}
 		}

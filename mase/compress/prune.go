@@ -5,7 +5,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
 // PruneConfig is Tutorial 4's pruning config at one sparsity and method:

@@ -5,8 +5,8 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
 // IntegerLinearConfig is Tutorial 3's config: every Linear as

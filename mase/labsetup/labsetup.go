@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gomase/gomase/kernel/labs"
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/labsetup/scale"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/pretrained"
@@ -23,15 +23,15 @@ import (
 // Seed is the labs' seed (HF Trainer's default).
 const Seed = 42
 
-// Scale is the notebooks' scale (labs.CurrentScale: GOMASE_SCALE, which
+// Scale is the notebooks' scale (scale.Current: GOMASE_SCALE, which
 // `mase labs` sets).
-func Scale() labs.Scale { return labs.CurrentScale() }
+func Scale() scale.Scale { return scale.Current() }
 
 // Full reports whether the notebooks run at the labs' own scale.
-func Full() bool { return Scale() == labs.ScaleFull }
+func Full() bool { return Scale() == scale.Full }
 
 // ByScale returns quick, standard or full as the notebooks' scale says.
-func ByScale[T any](quick, standard, full T) T { return labs.ByScale(quick, standard, full) }
+func ByScale[T any](quick, standard, full T) T { return scale.By(quick, standard, full) }
 
 // Options are the fine-tuning settings of the labs: IMDb at MASE's 512
 // tokens at full scale; SST-2 sentences cut to 64 tokens otherwise, 2,000
@@ -156,7 +156,7 @@ func CheckpointDir() (string, error) {
 			dir = filepath.Join(home, "gomase-labs")
 		}
 	}
-	if sc := Scale(); sc != labs.ScaleFull {
+	if sc := Scale(); sc != scale.Full {
 		dir = filepath.Join(dir, string(sc))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/ui/display"
 )
 
 // LiveStudy makes the maximising in-memory study the Lab 2 and Lab 3

@@ -31,6 +31,8 @@ func init() {
 	RegisterModuleKind("Tanh", func() Module { return NewTanh() })
 	RegisterModuleKind("Identity", func() Module { return NewIdentity() })
 	RegisterModuleKind("LeakyReLU", func() Module { return NewLeakyReLU(DefaultNegativeSlope) })
+	RegisterModuleKind("QLinearPacked", func() Module { return &QLinearPacked{} })
+	RegisterModuleKind("QEmbeddingPacked", func() Module { return &QEmbeddingPacked{} })
 }
 
 // RegisterModuleKind makes a leaf module kind serialisable: newModule

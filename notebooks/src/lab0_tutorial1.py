@@ -10,7 +10,7 @@ every cell is Go, compiled by GoNB against this repository's packages, executed 
 |---|---|
 | `AutoModelForSequenceClassification.from_pretrained("prajjwal1/bert-tiny")` | `models.NewBertTiny(seed)` |
 | `MaseGraph(model)` | `mase.NewMaseGraph(model, nil)` |
-| `mg.draw("graph.svg")` | `mg.Draw("")` (inline) or `mg.Draw("graph.svg")` |
+| `mg.draw("graph.svg")` | `draw.Graph(mg, "")` (inline) or `draw.Graph(mg, "graph.svg")` |
 | `passes.init_metadata_analysis_pass(mg)` | `passes.InitMetadata(mg)` |
 | `passes.add_common_metadata_analysis_pass(mg, {"dummy_in": ...})` | `passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: ...})` |
 | `node.replace_all_uses_with(parent)` / `mg.fx_graph.erase_node(node)` | `node.ReplaceAllUsesWith(parent)` / `mg.Graph.EraseNode(node)` |
@@ -36,6 +36,7 @@ import (
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/tokenizer"
+	"github.com/gomase/gomase/mase/ui/draw"
 )
 
 // seed fixes the random initialisation: every cell rebuilds the same model.
@@ -102,14 +103,14 @@ tracer: leaf modules (Linear, LayerNorm, Dropout, ...) become `call_module` node
 tensor methods become `call_method` nodes (`view`, `permute`, `size`). With only `input_ids` traced (MASE's default), the
 attention mask is built from a `ones` node of the input's size.
 
-`mg.Draw("")` shows the graph inline (blue: modules, yellow: functions, purple: methods, green: inputs).
+`draw.Graph(mg, "")` shows the graph inline (blue: modules, yellow: functions, purple: methods, green: inputs).
 """)
 
 code("""
 %%
 mg := tracedBert()
 fmt.Println(mg.Summary())
-must(mg.Draw(""))
+must(draw.Graph(mg, ""))
 """)
 
 md("""
@@ -186,7 +187,7 @@ With metadata, the drawing shows each node's `mase_op` and the shapes flowing th
 
 code("""
 %%
-must(withMetadata(tracedBert()).Draw(""))
+must(draw.Graph(withMetadata(tracedBert()), ""))
 """)
 
 md("""
@@ -245,7 +246,7 @@ must(err)
 fmt.Println("logits before:", before[0])
 fmt.Println("logits after: ", after[0])
 fmt.Println("unchanged:", fmt.Sprint(before[0]) == fmt.Sprint(after[0]))
-must(mg.Draw(""))
+must(draw.Graph(mg, ""))
 """)
 
 md("""

@@ -41,15 +41,17 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/draw"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/progress"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 
@@ -99,11 +101,11 @@ func fineTune(mg *mase.MaseGraph, title string, cfg train.Config) (before, after
 	before, err = tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
 	must(err)
 	steps := data.NumBatches(trainData.Len(), cfg.BatchSize, false)
-	h, err := tr.Train(finetune.EpochBatches(trainData, batchOpts(true)), steps, &train.NotebookProgress{Title: title})
+	h, err := tr.Train(finetune.EpochBatches(trainData, batchOpts(true)), steps, &progress.Notebook{Title: title})
 	must(err)
 	after, err = tr.Evaluate(finetune.EpochBatches(testData, batchOpts(false))(0))
 	must(err)
-	loss, err := widget.LineChart(train.LossChart(title, h))
+	loss, err := widget.LineChart(progress.LossChart(title, h))
 	must(err)
 	widget.Show(loss)
 	fmt.Printf("%d steps in %.1f s (%.1f samples/s)\n", h.Steps, h.Seconds, float64(h.Examples)/h.Seconds)
@@ -171,7 +173,7 @@ draw := func(inputs []string) string {
 	mg, err := mase.NewMaseGraph(model, inputs)
 	must(err)
 	fmt.Printf("%v: %s\n", inputs, mg.Summary())
-	g, err := mg.Widget()
+	g, err := draw.Widget(mg)
 	must(err)
 	g.Title = fmt.Sprintf("inputs %v: %d nodes", inputs, len(mg.Graph.Nodes()))
 	return g.HTML()

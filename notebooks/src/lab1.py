@@ -37,12 +37,13 @@ import (
 
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/train"
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/progress"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 func must(err error) {
@@ -59,7 +60,7 @@ func must1[T any](v T, err error) T {
 
 // session is shared by every experiment: the trained starting checkpoint, the data and the training setup.
 func session() *compress.Session {
-	start, origin, err := labsetup.TrainedStart(&train.NotebookProgress{Title: "fine-tuning the starting model"})
+	start, origin, err := labsetup.TrainedStart(&progress.Notebook{Title: "fine-tuning the starting model"})
 	must(err)
 	fmt.Println("starting point:", origin)
 	o := labsetup.SweepOptions()
@@ -67,7 +68,7 @@ func session() *compress.Session {
 	must(err)
 	return &compress.Session{Checkpoint: start, Train: trainData, Test: testData, Batch: labsetup.Batch(o),
 		Config: labsetup.TrainConfig(),
-		Progress: func(title string) train.Progress { return &train.NotebookProgress{Title: title} }}
+		Progress: func(title string) train.Progress { return &progress.Notebook{Title: title} }}
 }
 
 // show renders a chart inline (and in the HTML report).

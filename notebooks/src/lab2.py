@@ -47,13 +47,13 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/nas"
-	"github.com/gomase/gomase/mase/plot"
-	"github.com/gomase/gomase/mase/widget"
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/searchplot"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/searchplot"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 func must(err error) {

@@ -38,15 +38,15 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/mixedprecision"
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/searchplot"
-	"github.com/gomase/gomase/mase/train"
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/progress"
+	"github.com/gomase/gomase/mase/ui/searchplot"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 func must(err error) {
@@ -69,7 +69,7 @@ func session() *compress.Session {
 	origin := "Lab 2's tutorial_5_best_model"
 	if !labsetup.Exists(start) {
 		var err error
-		start, origin, err = labsetup.TrainedStart(&train.NotebookProgress{Title: "fine-tuning the starting model"})
+		start, origin, err = labsetup.TrainedStart(&progress.Notebook{Title: "fine-tuning the starting model"})
 		must(err)
 	}
 	fmt.Println("starting point:", origin)

@@ -55,16 +55,16 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/gomase/gomase/rtl"
 	"github.com/gomase/gomase/rtl/emit"
 	"github.com/gomase/gomase/rtl/synth"
 	"github.com/gomase/gomase/rtl/vcd"
-	"github.com/gomase/gomase/mase/widget"
 )
 
 func must(err error) {

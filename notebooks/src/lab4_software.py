@@ -21,8 +21,8 @@ BERT's Linear layers saves in memory.
 | `quantize1d_simulated`, `PackedWeight.pack_simulated` | `mxint8.Pack` |
 | `dequantize1d_host` (the C++ loop with `dont_need_abs` and `bias`) | `mxint8.DequantizeReference` |
 | `dequantize1d_device` (CUDA, CuTe) | `mxint8.Dequantize` (SIMD), `mxint8.DequantizeGraph` (GoMLX op) |
-| `QLinearPacked.build_from_linear` and the replacement loop | `mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: 32, Exclude: []string{"classifier"}})` |
-| `torch.cuda.max_memory_allocated()` | `mxint8.ModelBytes` (parameter bytes), the `Report` of `PackLinears` |
+| `QLinearPacked.build_from_linear` and the replacement loop | `passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Exclude: []string{"classifier"}})` |
+| `torch.cuda.max_memory_allocated()` | `passes.ModelBytes` (parameter bytes), the `Report` of `PackLinears` |
 
 **Differences from MASE** (docs/lab4.md): everything runs on the CPU with GoMLX's Go backend, so the "change `device`
 to `cuda`" questions are discussed, not measured. The compiled mode's first call compiles the whole graph but does no
@@ -57,16 +57,17 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/compileopt"
-	"github.com/gomase/gomase/mase/display"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/perf"
-	"github.com/gomase/gomase/mase/plot"
-	"github.com/gomase/gomase/mase/widget"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/trace"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 func must(err error) {
@@ -422,7 +423,7 @@ be := must1(backend.Default())
 m := must1(models.NewBertTiny(1))
 traced := []string{"input_ids"}
 mg := must1(mase.NewMaseGraph(m, traced))
-_, report := must2(mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: 32}))
+_, report := must2(passes.PackLinears(mg, passes.PackOptions{GroupSize: 32}))
 fmt.Println(report)
 batch, seq := 8, labsetup.ByScale(64, 128, 128)
 ids := make([]int32, batch*seq)
@@ -856,9 +857,9 @@ The lab's memory experiment replaces every `nn.Linear` whose name does not conta
 group size 32 costs 8.25 bits per value, so the most it can save is (32 − 8.25)/32 = **74.2%**. Second, only some of the
 memory is packed.
 
-`mxint8.PackLinears` does the lab's replacement on a MaseGraph (`Exclude: []string{"classifier"}`), and with
+`passes.PackLinears` does the lab's replacement on a MaseGraph (`Exclude: []string{"classifier"}`), and with
 `Embeddings` also packs the embedding tables. Here on bert-tiny and on a BERT-base-sized model (12 layers, hidden 768,
-109.5 M parameters: `mxint8.LargeBertConfig`), counting parameter bytes exactly.
+109.5 M parameters: `labsetup.LargeBertConfig`), counting parameter bytes exactly.
 """)
 
 code(r"""
@@ -879,12 +880,12 @@ type bars struct {
 }
 perModel := map[string]*bars{}
 var notes []string
-for _, c := range []variant{{"bert-tiny", models.BertTinyConfig()}, {"BERT 12×768", mxint8.LargeBertConfig()}} {
+for _, c := range []variant{{"bert-tiny", models.BertTinyConfig()}, {"BERT 12×768", labsetup.LargeBertConfig()}} {
 	perModel[c.name] = &bars{}
 	for _, emb := range []bool{false, true} {
 		m := must1(models.NewBertForSequenceClassification(c.cfg, 1))
 		mg := must1(mase.NewMaseGraph(m, nil))
-		_, r, err := mxint8.PackLinears(mg, mxint8.PackOptions{GroupSize: 32, Embeddings: emb, Exclude: []string{"classifier"}})
+		_, r, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Embeddings: emb, Exclude: []string{"classifier"}})
 		must(err)
 		var packedFP32 int64
 		for _, l := range r.Layers {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gomase/gomase/graphviz"
 	"github.com/gomase/gomase/kernel/labs"
-	"github.com/gomase/gomase/mase/plot"
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/ui/plot"
+	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/gomase/gomase/rtl/vcd"
 )
 

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/rtl/vcd"
 )
 

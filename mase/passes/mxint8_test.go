@@ -1,4 +1,4 @@
-package mxint8
+package passes_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/models"
@@ -105,7 +106,7 @@ func dequantizedCopy(t *testing.T, gs int, embeddings bool) *mase.MaseGraph {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Pack(vals, gs)
+			p, err := mxint8.Pack(vals, gs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +142,7 @@ const bertTinyLinearElements = 412290
 
 // storedBytes is what a packed tensor of n values occupies as words.
 func storedBytes(n, gs int) int64 {
-	return int64(4 * ((n+3)/4 + (NumGroups(n, gs)+3)/4))
+	return int64(4 * ((n+3)/4 + (mxint8.NumGroups(n, gs)+3)/4))
 }
 
 // TestPackLinearsBertTiny packs bert-tiny's Linear layers (group size 32,
@@ -150,7 +151,7 @@ func storedBytes(n, gs int) int64 {
 // exactly Pack's output, and the memory figures are exact.
 func TestPackLinearsBertTiny(t *testing.T) {
 	mg := bertTiny(t)
-	mg, r, err := PackLinears(mg, PackOptions{GroupSize: 32})
+	mg, r, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestPackLinearsBertTiny(t *testing.T) {
 	if r.Theoretical != 0.7421875 || math.Abs(r.Saving-(1-float64(r.BytesAfter)/float64(r.BytesBefore))) > 0 {
 		t.Errorf("saving %v theoretical %v", r.Saving, r.Theoretical)
 	}
-	// The model: 14 QLinearPacked, fewer parameters, non-trainable buffers
+	// The model: 14 nn.QLinearPacked, fewer parameters, non-trainable buffers
 	// holding Pack's output.
 	if n := mg.Model.NumParameters(""); n != params-bertTinyLinearElements {
 		t.Errorf("%d parameters left, want %d", n, params-bertTinyLinearElements)
@@ -210,13 +211,13 @@ func TestPackLinearsBertTiny(t *testing.T) {
 	}
 	fresh := bertTiny(t)
 	w, _, _ := fresh.Model.ParamValues("classifier.bias") // seeded, nonzero
-	want, _ := Pack(w, 32)
-	back, err := ReadPacked(mg.Model, "classifier", "bias")
+	want, _ := mxint8.Pack(w, 32)
+	back, err := nn.ReadPacked(mg.Model, "classifier", "bias")
 	if err != nil || !slices.Equal(back.Mantissas(), want.Mantissas()) || !slices.Equal(back.Exponents(), want.Exponents()) {
-		t.Errorf("ReadPacked classifier.bias = %v, %v; want %v", back, err, want)
+		t.Errorf("nn.ReadPacked classifier.bias = %v, %v; want %v", back, err, want)
 	}
 	// A second call finds nothing to pack.
-	_, r2, err := PackLinears(mg, PackOptions{GroupSize: 32})
+	_, r2, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32})
 	if err != nil || len(r2.Layers) != 0 || r2.BytesBefore != r.BytesAfter || r2.BytesAfter != r.BytesAfter {
 		t.Errorf("second PackLinears: %v %+v", err, r2)
 	}
@@ -229,7 +230,7 @@ func TestPackLinearsBertTiny(t *testing.T) {
 // close to the theoretical one.
 func TestPackLinearsWithEmbeddings(t *testing.T) {
 	for _, gs := range []int{32, 256} {
-		mg, r, err := PackLinears(bertTiny(t), PackOptions{GroupSize: gs, Embeddings: true})
+		mg, r, err := passes.PackLinears(bertTiny(t), passes.PackOptions{GroupSize: gs, Embeddings: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +261,7 @@ func TestPackLinearsExclude(t *testing.T) {
 	if _, _, err := passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: inputIDs()}); err != nil {
 		t.Fatal(err)
 	}
-	mg, r, err := PackLinears(mg, PackOptions{GroupSize: 32, Exclude: []string{"classifier"}})
+	mg, r, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Exclude: []string{"classifier"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +299,10 @@ func TestTrainAroundPackedLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := PackLinears(mg, PackOptions{GroupSize: 32, Embeddings: true}); err != nil {
+	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Embeddings: true}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
+	before, _ := nn.ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
 	ln, _, _ := mg.Model.ParamValues("bert.embeddings.LayerNorm.weight")
 	tr, err := train.New(mg, train.DefaultConfig())
 	if err != nil {
@@ -317,7 +318,7 @@ func TestTrainAroundPackedLayers(t *testing.T) {
 	if err != nil || math.IsNaN(loss) {
 		t.Fatalf("step: loss %v, %v", loss, err)
 	}
-	after, _ := ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
+	after, _ := nn.ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
 	if !slices.Equal(before.Mantissas(), after.Mantissas()) || !slices.Equal(before.Exponents(), after.Exponents()) {
 		t.Errorf("the packed weight changed in training")
 	}
@@ -330,7 +331,7 @@ func TestTrainAroundPackedLayers(t *testing.T) {
 // checkpoint and imports it: the packed modules come back from their kinds
 // and their buffers from the safetensors file, with the same outputs.
 func TestPackedCheckpointRoundTrip(t *testing.T) {
-	mg, _, err := PackLinears(bertTiny(t), PackOptions{GroupSize: 64, Embeddings: true})
+	mg, _, err := passes.PackLinears(bertTiny(t), passes.PackOptions{GroupSize: 64, Embeddings: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,11 +346,11 @@ func TestPackedCheckpointRoundTrip(t *testing.T) {
 	closeOutputs(t, "imported", run(t, back), run(t, mg))
 }
 
-// TestAcceptanceNBits is spec §9 item 33: QLinearPacked for Linear(4096,
+// TestAcceptanceNBits is spec §9 item 33: nn.QLinearPacked for Linear(4096,
 // 1024) at group size 32 stores 4,194,304 mantissas + 131,072 exponents
 // for the weight and 1,024 + 32 for the bias: nbits = 8.25.
 func TestAcceptanceNBits(t *testing.T) {
-	l, err := NewQLinearPacked(4096, 1024, true, 32)
+	l, err := nn.NewQLinearPacked(4096, 1024, true, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,11 +365,11 @@ func TestAcceptanceNBits(t *testing.T) {
 	for i := range w {
 		w[i] = float32(rng.NormFloat64() * 0.02)
 	}
-	pw, err := Pack(w, 32)
+	pw, err := mxint8.Pack(w, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb, err := Pack(w[:1024], 32)
+	pb, err := mxint8.Pack(w[:1024], 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +388,8 @@ func TestAcceptanceNBits(t *testing.T) {
 // checkpoints do), and bad configurations are rejected with their reason.
 func TestModuleKinds(t *testing.T) {
 	for _, mod := range []nn.Module{
-		&QLinearPacked{InFeatures: 8, OutFeatures: 4, Bias: true, GroupSize: 16},
-		&QEmbeddingPacked{NumEmbeddings: 10, EmbeddingDim: 16, PaddingIdx: 0, GroupSize: 8},
+		&nn.QLinearPacked{InFeatures: 8, OutFeatures: 4, Bias: true, GroupSize: 16},
+		&nn.QEmbeddingPacked{NumEmbeddings: 10, EmbeddingDim: 16, PaddingIdx: 0, GroupSize: 8},
 	} {
 		kind, cfg, err := nn.EncodeModule(mod)
 		if err != nil {
@@ -415,11 +416,11 @@ func TestModuleKinds(t *testing.T) {
 
 // TestPackErrorsAPI checks the transform's and the buffer helpers' errors.
 func TestPackErrorsAPI(t *testing.T) {
-	if _, _, err := PackLinears(nil, PackOptions{GroupSize: 32}); err == nil || !strings.Contains(err.Error(), "must be set") {
+	if _, _, err := passes.PackLinears(nil, passes.PackOptions{GroupSize: 32}); err == nil || !strings.Contains(err.Error(), "must be set") {
 		t.Errorf("nil graph: %v", err)
 	}
 	mg := bertTiny(t)
-	if _, _, err := PackLinears(mg, PackOptions{GroupSize: 48}); err == nil || !strings.Contains(err.Error(), "group size 48 is not supported (allowed: 8, 16, 32, 64, 128, 256, 512)") {
+	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 48}); err == nil || !strings.Contains(err.Error(), "group size 48 is not supported (allowed: 8, 16, 32, 64, 128, 256, 512)") {
 		t.Errorf("group 48: %v", err)
 	}
 	// A non-finite weight leaves the model untouched.
@@ -429,40 +430,40 @@ func TestPackErrorsAPI(t *testing.T) {
 	if err := v.SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := PackLinears(mg, PackOptions{GroupSize: 32}); err == nil || !strings.Contains(err.Error(), "pack classifier.weight: mxint8: value +Inf at index 5 is not finite") {
+	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32}); err == nil || !strings.Contains(err.Error(), "pack classifier.weight: mxint8: value +Inf at index 5 is not finite") {
 		t.Errorf("inf weight: %v", err)
 	}
 	if _, ok := mg.Model.Module("bert.pooler.dense"); !ok || mg.Model.NumParameters("") != 4386178 {
 		t.Errorf("the model changed after a failed pack")
 	}
-	p, _ := Pack(make([]float32, 10), 8)
+	p, _ := mxint8.Pack(make([]float32, 10), 8)
 	for _, tc := range []struct {
 		path, param, want string
 	}{
 		{"nowhere", "weight", `the model has no module "nowhere"`},
 		{"classifier", "weight", "module classifier is a Linear (allowed: QLinearPacked, QEmbeddingPacked)"},
 	} {
-		if err := SetPacked(mg.Model, tc.path, tc.param, p); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("SetPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
+		if err := nn.SetPacked(mg.Model, tc.path, tc.param, p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("nn.SetPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
 		}
-		if _, err := ReadPacked(mg.Model, tc.path, tc.param); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ReadPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
+		if _, err := nn.ReadPacked(mg.Model, tc.path, tc.param); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("nn.ReadPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
 		}
 	}
-	l, _ := NewQLinearPacked(128, 2, true, 8)
+	l, _ := nn.NewQLinearPacked(128, 2, true, 8)
 	if err := mg.Model.ReplaceModule("classifier", l, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPacked(mg.Model, "classifier", "gamma", p); err == nil || !strings.Contains(err.Error(), `QLinearPacked classifier has no packed parameter "gamma" (allowed: [bias weight])`) {
+	if err := nn.SetPacked(mg.Model, "classifier", "gamma", p); err == nil || !strings.Contains(err.Error(), `QLinearPacked classifier has no packed parameter "gamma" (allowed: [bias weight])`) {
 		t.Errorf("unknown param: %v", err)
 	}
-	if err := SetPacked(mg.Model, "classifier", "bias", p); err == nil || !strings.Contains(err.Error(), "packed tensor has 10 values in groups of 8 (allowed: 2 values in groups of 8)") {
+	if err := nn.SetPacked(mg.Model, "classifier", "bias", p); err == nil || !strings.Contains(err.Error(), "packed tensor has 10 values in groups of 8 (allowed: 2 values in groups of 8)") {
 		t.Errorf("wrong size: %v", err)
 	}
-	if _, err := ReadPacked(mg.Model, "classifier", "bias"); err == nil || !strings.Contains(err.Error(), "has no buffer classifier.bias_mantissas") {
+	if _, err := nn.ReadPacked(mg.Model, "classifier", "bias"); err == nil || !strings.Contains(err.Error(), "has no buffer classifier.bias_mantissas") {
 		t.Errorf("unset buffer: %v", err)
 	}
-	if _, err := mg.Run(inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by mxint8.PackLinears or mxint8.SetPacked") {
+	if _, err := mg.Run(inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by passes.PackLinears or nn.SetPacked") {
 		t.Errorf("running with unset buffers: %v", err)
 	}
 }

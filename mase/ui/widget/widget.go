@@ -20,7 +20,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gomase/gomase/mase/display"
+	"github.com/gomase/gomase/mase/ui/display"
 )
 
 // Widget is anything that renders as a self-contained HTML fragment.

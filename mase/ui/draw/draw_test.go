@@ -1,4 +1,4 @@
-package mase_test
+package draw_test
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/ui/draw"
 )
 
 func TestWidgetAndLegend(t *testing.T) {
@@ -20,7 +21,7 @@ func TestWidgetAndLegend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := mg.Widget()
+	w, err := draw.Widget(mg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,19 +32,19 @@ func TestWidgetAndLegend(t *testing.T) {
 			t.Errorf("graph widget lacks %q", want)
 		}
 	}
-	legend := mase.NodeLegend()
+	legend := draw.Legend()
 	if len(legend) != 6 || legend[0].Label != "placeholder (input)" || legend[5].Color != "#ffccbc" {
-		t.Errorf("NodeLegend = %+v", legend)
+		t.Errorf("Legend = %+v", legend)
 	}
 	// Outside a notebook Draw needs a file; with one it writes the SVG.
-	if err := mg.Draw(""); err == nil || !strings.Contains(err.Error(), "not in a notebook") {
+	if err := draw.Graph(mg, ""); err == nil || !strings.Contains(err.Error(), "not in a notebook") {
 		t.Errorf("Draw(\"\") outside a notebook = %v", err)
 	}
 	dir := t.TempDir()
-	if err := mg.Draw(filepath.Join(dir, "g.svg")); err != nil {
+	if err := draw.Graph(mg, filepath.Join(dir, "g.svg")); err != nil {
 		t.Error(err)
 	}
-	if err := mg.Draw(filepath.Join(dir, "g.html")); err != nil {
+	if err := draw.Graph(mg, filepath.Join(dir, "g.html")); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "g.html"))
@@ -53,7 +54,7 @@ func TestWidgetAndLegend(t *testing.T) {
 	if s := string(page); !strings.Contains(s, "<!DOCTYPE html>") || !strings.Contains(s, `data-gmw-action="zoom-in"`) || !strings.Contains(s, "call_method") {
 		t.Errorf("g.html is not a page with the zoomable graph and its legend")
 	}
-	if err := mg.Draw(filepath.Join(dir, "g.png")); err == nil || !strings.Contains(err.Error(), "allowed: .svg, .html, .dot") {
-		t.Errorf("Draw(.png) = %v, want the allowed types named", err)
+	if err := draw.Graph(mg, filepath.Join(dir, "g.png")); err == nil || !strings.Contains(err.Error(), "allowed: .svg, .html, .dot") {
+		t.Errorf("Graph(.png) = %v, want the allowed types named", err)
 	}
 }

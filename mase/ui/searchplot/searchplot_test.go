@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
 // trial makes a finished (or running) trial; value is NaN unless complete.

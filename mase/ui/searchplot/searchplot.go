@@ -27,8 +27,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gomase/gomase/mase/plot"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
 // Named is one study's trials under the name its curve or points get in the

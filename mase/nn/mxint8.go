@@ -1,4 +1,4 @@
-package mxint8
+package nn
 
 import (
 	"fmt"
@@ -8,16 +8,11 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/kernels/mxint8"
 )
 
-func init() {
-	nn.RegisterModuleKind("QLinearPacked", func() nn.Module { return &QLinearPacked{} })
-	nn.RegisterModuleKind("QEmbeddingPacked", func() nn.Module { return &QEmbeddingPacked{} })
-}
-
 // A packed parameter P ("weight", "bias") of a packed module lives in the
-// model as two non-trainable buffers (nn.Model.RegisterBuffer), so that
+// model as two non-trainable buffers (Model.RegisterBuffer), so that
 // optimisers never touch it and MaseGraph checkpoints save it:
 //
 //	<module>.<P>_mantissas  int32 [ceil(n/4)]          4 mantissas per word
@@ -34,12 +29,12 @@ const (
 	ExponentsSuffix = "_exponents"
 )
 
-// packedModule is a module whose parameters are packed buffers.
-type packedModule interface {
-	nn.Module
+// PackedModule is a module whose parameters are packed buffers.
+type PackedModule interface {
+	Module
 	// packedParams maps each packed parameter to its element count.
-	packedParams() map[string]int
-	groupSize() int
+	PackedParams() map[string]int
+	PackedGroupSize() int
 }
 
 // QLinearPacked is MASE's QLinearPacked: a Linear layer (y = x Wᵀ + b,
@@ -50,10 +45,6 @@ type packedModule interface {
 // train (other parameters around it can: no gradient flows into it).
 // Unlike MASE's build_from_linear, out_features need not be a multiple of
 // the group size (the last group may be partial).
-//
-// The module kind is registered (nn.RegisterModuleKind) when this package
-// is linked, so a program that imports a MaseGraph checkpoint holding
-// packed modules must import this package.
 type QLinearPacked struct {
 	InFeatures  int  `json:"InFeatures"`
 	OutFeatures int  `json:"OutFeatures"`
@@ -72,37 +63,37 @@ func NewQLinearPacked(in, out int, bias bool, groupSize int) (*QLinearPacked, er
 	return l, nil
 }
 
-// Validate implements nn.Validator: features ≥ 1 and a supported group
+// Validate implements Validator: features ≥ 1 and a supported group
 // size.
 func (l *QLinearPacked) Validate() error {
 	if l.InFeatures < 1 || l.OutFeatures < 1 {
 		return fmt.Errorf("QLinearPacked %d → %d: want in_features and out_features ≥ 1", l.InFeatures, l.OutFeatures)
 	}
-	if err := CheckGroupSize(l.GroupSize); err != nil {
+	if err := mxint8.CheckGroupSize(l.GroupSize); err != nil {
 		return fmt.Errorf("QLinearPacked: %w", err)
 	}
 	return nil
 }
 
-// TypeName implements nn.Module.
+// TypeName implements Module.
 func (l *QLinearPacked) TypeName() string { return "QLinearPacked" }
 
-// ExtraRepr implements nn.Module.
+// ExtraRepr implements Module.
 func (l *QLinearPacked) ExtraRepr() string {
 	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s, group_size=%d", l.InFeatures, l.OutFeatures, pyBool(l.Bias), l.GroupSize)
 }
 
-// Children implements nn.Module: a leaf has none.
-func (l *QLinearPacked) Children() []nn.Named { return nil }
+// Children implements Module: a leaf has none.
+func (l *QLinearPacked) Children() []Named { return nil }
 
-// Params implements nn.Module: none; the packed weight and bias are
+// Params implements Module: none; the packed weight and bias are
 // buffers.
-func (l *QLinearPacked) Params() []nn.ParamSpec { return nil }
+func (l *QLinearPacked) Params() []ParamSpec { return nil }
 
 // MaseOp declares the operator for metadata passes: linear.
 func (l *QLinearPacked) MaseOp() (string, string) { return "module_related_func", "linear" }
 
-func (l *QLinearPacked) packedParams() map[string]int {
+func (l *QLinearPacked) PackedParams() map[string]int {
 	p := map[string]int{"weight": l.InFeatures * l.OutFeatures}
 	if l.Bias {
 		p["bias"] = l.OutFeatures
@@ -110,14 +101,14 @@ func (l *QLinearPacked) packedParams() map[string]int {
 	return p
 }
 
-func (l *QLinearPacked) groupSize() int { return l.GroupSize }
+func (l *QLinearPacked) PackedGroupSize() int { return l.GroupSize }
 
 // PackedBytes is the storage of the packed weight and bias (MASE's Σ
 // nbytes: mantissas plus exponents).
 func (l *QLinearPacked) PackedBytes() int {
-	b := StorageBytes(l.InFeatures*l.OutFeatures, l.GroupSize)
+	b := mxint8.StorageBytes(l.InFeatures*l.OutFeatures, l.GroupSize)
 	if l.Bias {
-		b += StorageBytes(l.OutFeatures, l.GroupSize)
+		b += mxint8.StorageBytes(l.OutFeatures, l.GroupSize)
 	}
 	return b
 }
@@ -133,8 +124,8 @@ func (l *QLinearPacked) NBits() float64 {
 	return 8 * float64(l.PackedBytes()) / float64(n)
 }
 
-// Forward implements nn.Leaf: linear(x, dequant(W), dequant(b)).
-func (l *QLinearPacked) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
+// Forward implements Leaf: linear(x, dequant(W), dequant(b)).
+func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, error) {
 	x, err := nodeArg("QLinearPacked", c.Path, args)
 	if err != nil {
 		return nil, err
@@ -154,7 +145,7 @@ func (l *QLinearPacked) Forward(c *nn.Call, args []any, _ map[string]any) (any, 
 		}
 		b = graph.ConvertDType(b, x.DType())
 	}
-	return nn.LinearBiasOp(x, w, b), nil
+	return LinearBiasOp(x, w, b), nil
 }
 
 // QEmbeddingPacked is an Embedding whose [num_embeddings, embedding_dim]
@@ -182,7 +173,7 @@ func NewQEmbeddingPacked(num, dim, paddingIdx, groupSize int) (*QEmbeddingPacked
 	return e, nil
 }
 
-// Validate implements nn.Validator.
+// Validate implements Validator.
 func (e *QEmbeddingPacked) Validate() error {
 	if e.NumEmbeddings < 1 || e.EmbeddingDim < 1 {
 		return fmt.Errorf("QEmbeddingPacked %d × %d: want num_embeddings and embedding_dim ≥ 1", e.NumEmbeddings, e.EmbeddingDim)
@@ -190,16 +181,16 @@ func (e *QEmbeddingPacked) Validate() error {
 	if e.PaddingIdx < -1 || e.PaddingIdx >= e.NumEmbeddings {
 		return fmt.Errorf("QEmbeddingPacked: padding_idx %d (allowed: -1 for none, or 0..%d)", e.PaddingIdx, e.NumEmbeddings-1)
 	}
-	if err := CheckGroupSize(e.GroupSize); err != nil {
+	if err := mxint8.CheckGroupSize(e.GroupSize); err != nil {
 		return fmt.Errorf("QEmbeddingPacked: %w", err)
 	}
 	return nil
 }
 
-// TypeName implements nn.Module.
+// TypeName implements Module.
 func (e *QEmbeddingPacked) TypeName() string { return "QEmbeddingPacked" }
 
-// ExtraRepr implements nn.Module.
+// ExtraRepr implements Module.
 func (e *QEmbeddingPacked) ExtraRepr() string {
 	s := fmt.Sprintf("%d, %d", e.NumEmbeddings, e.EmbeddingDim)
 	if e.PaddingIdx >= 0 {
@@ -208,23 +199,23 @@ func (e *QEmbeddingPacked) ExtraRepr() string {
 	return s + fmt.Sprintf(", group_size=%d", e.GroupSize)
 }
 
-// Children implements nn.Module: a leaf has none.
-func (e *QEmbeddingPacked) Children() []nn.Named { return nil }
+// Children implements Module: a leaf has none.
+func (e *QEmbeddingPacked) Children() []Named { return nil }
 
-// Params implements nn.Module: none; the packed table is a buffer.
-func (e *QEmbeddingPacked) Params() []nn.ParamSpec { return nil }
+// Params implements Module: none; the packed table is a buffer.
+func (e *QEmbeddingPacked) Params() []ParamSpec { return nil }
 
 // MaseOp declares the operator for metadata passes: embedding.
 func (e *QEmbeddingPacked) MaseOp() (string, string) { return "implicit_func", "embedding" }
 
-func (e *QEmbeddingPacked) packedParams() map[string]int {
+func (e *QEmbeddingPacked) PackedParams() map[string]int {
 	return map[string]int{"weight": e.NumEmbeddings * e.EmbeddingDim}
 }
 
-func (e *QEmbeddingPacked) groupSize() int { return e.GroupSize }
+func (e *QEmbeddingPacked) PackedGroupSize() int { return e.GroupSize }
 
-// Forward implements nn.Leaf: integer ids [...] → float32 [..., dim].
-func (e *QEmbeddingPacked) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
+// Forward implements Leaf: integer ids [...] → float32 [..., dim].
+func (e *QEmbeddingPacked) Forward(c *Call, args []any, _ map[string]any) (any, error) {
 	ids, err := nodeArg("QEmbeddingPacked", c.Path, args)
 	if err != nil {
 		return nil, err
@@ -251,9 +242,9 @@ func (e *QEmbeddingPacked) Forward(c *nn.Call, args []any, _ map[string]any) (an
 	k := ids.Shape().Size()
 	m := graph.Gather(graph.Reshape(mw, v, d/4), idx) // [..., d/4] words
 	m = graph.Reshape(graph.Bitcast(m, dtypes.Int8), k*d)
-	ex := graph.Reshape(unwordsGraph(ew, dtypes.Uint8, n/gs), v, d/gs)
+	ex := graph.Reshape(mxint8.UnwordsGraph(ew, dtypes.Uint8, n/gs), v, d/gs)
 	ex = graph.Reshape(graph.Gather(ex, idx), k*d/gs)
-	y, err := DequantizeGraph(m, ex, gs)
+	y, err := mxint8.DequantizeGraph(m, ex, gs)
 	if err != nil {
 		return nil, fmt.Errorf("QEmbeddingPacked %s: %w", c.Path, err)
 	}
@@ -275,15 +266,15 @@ func nodeArg(kind, path string, args []any) (*graph.Node, error) {
 
 // packedBuffers returns the word buffers of packed parameter param of n
 // values, checking their shapes.
-func packedBuffers(c *nn.Call, param string, n, gs int) (mw, ew *graph.Node, err error) {
+func packedBuffers(c *Call, param string, n, gs int) (mw, ew *graph.Node, err error) {
 	for _, b := range []struct {
 		suffix string
 		words  int
 		node   **graph.Node
-	}{{MantissasSuffix, (n + 3) / 4, &mw}, {ExponentsSuffix, (NumGroups(n, gs) + 3) / 4, &ew}} {
+	}{{MantissasSuffix, (n + 3) / 4, &mw}, {ExponentsSuffix, (mxint8.NumGroups(n, gs) + 3) / 4, &ew}} {
 		node, err := c.RawParam(param + b.suffix)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w (packed parameters are set by mxint8.PackLinears or mxint8.SetPacked)", err)
+			return nil, nil, fmt.Errorf("%w (packed parameters are set by passes.PackLinears or nn.SetPacked)", err)
 		}
 		if s := node.Shape(); s.DType != dtypes.Int32 || s.Rank() != 1 || s.Dimensions[0] != b.words {
 			return nil, nil, fmt.Errorf("module %s: buffer %s%s is %s (allowed: int32 [%d])", c.Path, param, b.suffix, s, b.words)
@@ -295,14 +286,14 @@ func packedBuffers(c *nn.Call, param string, n, gs int) (mw, ew *graph.Node, err
 
 // dequantParam returns packed parameter param (n values) dequantised to
 // bfloat16 [n].
-func dequantParam(c *nn.Call, param string, n, gs int) (*graph.Node, error) {
+func dequantParam(c *Call, param string, n, gs int) (*graph.Node, error) {
 	mw, ew, err := packedBuffers(c, param, n, gs)
 	if err != nil {
 		return nil, err
 	}
-	m := unwordsGraph(mw, dtypes.Int8, n)
-	e := unwordsGraph(ew, dtypes.Uint8, NumGroups(n, gs))
-	y, err := DequantizeGraph(m, e, gs)
+	m := mxint8.UnwordsGraph(mw, dtypes.Int8, n)
+	e := mxint8.UnwordsGraph(ew, dtypes.Uint8, mxint8.NumGroups(n, gs))
+	y, err := mxint8.DequantizeGraph(m, e, gs)
 	if err != nil {
 		return nil, fmt.Errorf("module %s, %s: %w", c.Path, param, err)
 	}
@@ -313,23 +304,23 @@ func dequantParam(c *nn.Call, param string, n, gs int) (*graph.Node, error) {
 // QLinearPacked or QEmbeddingPacked at path: p must have the parameter's
 // element count and the module's group size. Existing buffers are
 // overwritten.
-func SetPacked(m *nn.Model, path, param string, p *Packed) error {
+func SetPacked(m *Model, path, param string, p *mxint8.Packed) error {
 	pm, n, err := packedParam(m, path, param)
 	if err != nil {
 		return err
 	}
-	if p == nil || p.Len() != n || p.GroupSize() != pm.groupSize() {
+	if p == nil || p.Len() != n || p.GroupSize() != pm.PackedGroupSize() {
 		got := "nil"
 		if p != nil {
 			got = fmt.Sprintf("%d values in groups of %d", p.Len(), p.GroupSize())
 		}
-		return fmt.Errorf("mxint8: set %s.%s: packed tensor has %s (allowed: %d values in groups of %d)", path, param, got, n, pm.groupSize())
+		return fmt.Errorf("mxint8: set %s.%s: packed tensor has %s (allowed: %d values in groups of %d)", path, param, got, n, pm.PackedGroupSize())
 	}
 	for _, b := range []struct {
 		suffix string
 		words  []int32
-	}{{MantissasSuffix, words(p.Mantissas())}, {ExponentsSuffix, words(p.Exponents())}} {
-		name := nn.Join(path, param+b.suffix)
+	}{{MantissasSuffix, mxint8.Words(p.Mantissas())}, {ExponentsSuffix, mxint8.Words(p.Exponents())}} {
+		name := Join(path, param+b.suffix)
 		t := tensors.FromFlatDataAndDimensions(b.words, len(b.words))
 		if v, ok := m.Buffer(name); ok {
 			if err := v.SetValue(t); err != nil {
@@ -346,15 +337,15 @@ func SetPacked(m *nn.Model, path, param string, p *Packed) error {
 
 // ReadPacked returns packed parameter param of the packed module at path,
 // as SetPacked stored it.
-func ReadPacked(m *nn.Model, path, param string) (*Packed, error) {
+func ReadPacked(m *Model, path, param string) (*mxint8.Packed, error) {
 	pm, n, err := packedParam(m, path, param)
 	if err != nil {
 		return nil, err
 	}
-	gs := pm.groupSize()
+	gs := pm.PackedGroupSize()
 	var ws [2][]int32
 	for i, suffix := range []string{MantissasSuffix, ExponentsSuffix} {
-		name := nn.Join(path, param+suffix)
+		name := Join(path, param+suffix)
 		v, ok := m.Buffer(name)
 		if !ok {
 			return nil, fmt.Errorf("mxint8: %s has no buffer %s (packed parameters are set by PackLinears or SetPacked)", path, name)
@@ -370,39 +361,32 @@ func ReadPacked(m *nn.Model, path, param string) (*Packed, error) {
 			return nil, fmt.Errorf("mxint8: %s: %w", name, err)
 		}
 	}
-	groups := NumGroups(n, gs)
+	groups := mxint8.NumGroups(n, gs)
 	if len(ws[0]) != (n+3)/4 || len(ws[1]) != (groups+3)/4 {
 		return nil, fmt.Errorf("mxint8: %s.%s has %d mantissa and %d exponent words (allowed: %d and %d)", path, param, len(ws[0]), len(ws[1]), (n+3)/4, (groups+3)/4)
 	}
-	return NewPacked(unwords[int8](ws[0], n), unwords[uint8](ws[1], groups), gs)
+	return mxint8.NewPacked(mxint8.Unwords[int8](ws[0], n), mxint8.Unwords[uint8](ws[1], groups), gs)
 }
 
 // packedParam looks up a packed module and the element count of its
 // parameter param.
-func packedParam(m *nn.Model, path, param string) (packedModule, int, error) {
+func packedParam(m *Model, path, param string) (PackedModule, int, error) {
 	mod, ok := m.Module(path)
 	if !ok {
 		return nil, 0, fmt.Errorf("mxint8: the model has no module %q", path)
 	}
-	pm, ok := mod.(packedModule)
+	pm, ok := mod.(PackedModule)
 	if !ok {
 		return nil, 0, fmt.Errorf("mxint8: module %s is a %s (allowed: QLinearPacked, QEmbeddingPacked)", path, mod.TypeName())
 	}
-	n, ok := pm.packedParams()[param]
+	n, ok := pm.PackedParams()[param]
 	if !ok {
 		names := make([]string, 0, 2)
-		for k := range pm.packedParams() {
+		for k := range pm.PackedParams() {
 			names = append(names, k)
 		}
 		slices.Sort(names)
 		return nil, 0, fmt.Errorf("mxint8: %s %s has no packed parameter %q (allowed: %v)", mod.TypeName(), path, param, names)
 	}
 	return pm, n, nil
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
 }

@@ -1,13 +1,13 @@
-package mxint8
+package passes
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 )
 
@@ -25,8 +25,8 @@ type PackOptions struct {
 	Exclude []string
 }
 
-// LayerRow is one packed module of a Report.
-type LayerRow struct {
+// PackedLayer is one packed module of a PackReport.
+type PackedLayer struct {
 	Module string `json:"module"` // dotted path
 	From   string `json:"from"`   // Linear, Embedding
 	To     string `json:"to"`     // QLinearPacked, QEmbeddingPacked
@@ -44,8 +44,8 @@ type LayerRow struct {
 	Bits float64 `json:"bits"`
 }
 
-// Report is PackLinears' account of the model's parameter memory.
-type Report struct {
+// PackReport is PackLinears' account of the model's parameter memory.
+type PackReport struct {
 	GroupSize  int  `json:"group_size"`
 	Embeddings bool `json:"embeddings"`
 	// BytesBefore and BytesAfter are ModelBytes before and after: float
@@ -54,15 +54,15 @@ type Report struct {
 	BytesAfter  int64 `json:"bytes_after"`
 	// Saving is the measured 1 − BytesAfter/BytesBefore.
 	Saving float64 `json:"saving"`
-	// Theoretical is TheoreticalSaving(GroupSize): 0.7421875 at 32.
+	// Theoretical is mxint8.TheoreticalSaving(GroupSize): 0.7421875 at 32.
 	Theoretical float64 `json:"theoretical"`
 	// Layers lists the modules packed by this call, in model order.
-	Layers []LayerRow `json:"layers"`
+	Layers []PackedLayer `json:"layers"`
 }
 
 // String formats the report as a table: one row per packed module, then
 // the totals and the saving against the theoretical one.
-func (r Report) String() string {
+func (r PackReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-48s %-10s %12s %12s %12s %6s\n", "module", "from", "elements", "fp32 B", "packed B", "bits")
 	for _, l := range r.Layers {
@@ -83,12 +83,12 @@ func ModelBytes(m *nn.Model) (int64, error) {
 		total += int64(p.Variable.Shape().Size() * p.Variable.DType().Size())
 	}
 	for _, nm := range m.Modules() {
-		pm, ok := nm.Module.(packedModule)
+		pm, ok := nm.Module.(nn.PackedModule)
 		if !ok {
 			continue
 		}
-		for param := range pm.packedParams() {
-			for _, suffix := range []string{MantissasSuffix, ExponentsSuffix} {
+		for param := range pm.PackedParams() {
+			for _, suffix := range []string{nn.MantissasSuffix, nn.ExponentsSuffix} {
 				name := nn.Join(nm.Path, param+suffix)
 				v, ok := m.Buffer(name)
 				if !ok {
@@ -105,16 +105,10 @@ func ModelBytes(m *nn.Model) (int64, error) {
 type packJob struct {
 	path   string
 	from   string
-	module packedModule
-	params map[string]*Packed
+	module nn.PackedModule
+	params map[string]*mxint8.Packed
 	order  []string
 }
-
-// LabMeasuredSaving is the saving the lab measured on DeBERTa (peak GPU
-// memory, Linear layers but not the classifier packed, embeddings FP32):
-// 1 − 976.1616/2906.1997 ≈ 66.41%, against TheoreticalSaving(32) =
-// 74.21875%. Report.Saving measures parameter bytes, not peak memory.
-const LabMeasuredSaving = 1 - 976.1616/2906.1997
 
 // PackLinears is the lab's QLinearPacked transform: every nn.Linear of the
 // model (except those opts.Exclude names) becomes a QLinearPacked holding its weight and bias packed as
@@ -129,17 +123,17 @@ const LabMeasuredSaving = 1 - 976.1616/2906.1997
 // nodes' metadata, when present, records weight and bias as type
 // "mxint8", precision [8, group_size]. The MaseGraph is modified in place
 // and returned.
-func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, Report, error) {
+func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, PackReport, error) {
 	if mg == nil || mg.Model == nil || mg.Graph == nil {
-		return nil, Report{}, fmt.Errorf("mxint8: pack linears: the MaseGraph, its Graph and its Model must be set")
+		return nil, PackReport{}, fmt.Errorf("pack linears: the MaseGraph, its Graph and its Model must be set")
 	}
-	if err := CheckGroupSize(opts.GroupSize); err != nil {
-		return nil, Report{}, fmt.Errorf("pack linears: %w", err)
+	if err := mxint8.CheckGroupSize(opts.GroupSize); err != nil {
+		return nil, PackReport{}, fmt.Errorf("pack linears: %w", err)
 	}
 	gs := opts.GroupSize
 	before, err := ModelBytes(mg.Model)
 	if err != nil {
-		return nil, Report{}, err
+		return nil, PackReport{}, err
 	}
 	var jobs []packJob
 	for _, nm := range mg.Model.Modules() {
@@ -149,9 +143,9 @@ func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, Report,
 		var job packJob
 		switch mod := nm.Module.(type) {
 		case *nn.Linear:
-			q, err := NewQLinearPacked(mod.InFeatures, mod.OutFeatures, mod.Bias, gs)
+			q, err := nn.NewQLinearPacked(mod.InFeatures, mod.OutFeatures, mod.Bias, gs)
 			if err != nil {
-				return nil, Report{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
+				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
 			}
 			job = packJob{path: nm.Path, from: "Linear", module: q, order: []string{"weight"}}
 			if mod.Bias {
@@ -161,36 +155,36 @@ func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, Report,
 			if !opts.Embeddings {
 				continue
 			}
-			q, err := NewQEmbeddingPacked(mod.NumEmbeddings, mod.EmbeddingDim, mod.PaddingIdx, gs)
+			q, err := nn.NewQEmbeddingPacked(mod.NumEmbeddings, mod.EmbeddingDim, mod.PaddingIdx, gs)
 			if err != nil {
-				return nil, Report{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
+				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
 			}
 			job = packJob{path: nm.Path, from: "Embedding", module: q, order: []string{"weight"}}
 		default:
 			continue
 		}
-		job.params = map[string]*Packed{}
+		job.params = map[string]*mxint8.Packed{}
 		for _, param := range job.order {
 			vals, _, err := mg.Model.ParamValues(nn.Join(nm.Path, param))
 			if err != nil {
-				return nil, Report{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
+				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
 			}
-			if job.params[param], err = Pack(vals, gs); err != nil {
-				return nil, Report{}, fmt.Errorf("mxint8: pack %s.%s: %w", nm.Path, param, err)
+			if job.params[param], err = mxint8.Pack(vals, gs); err != nil {
+				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s.%s: %w", nm.Path, param, err)
 			}
 		}
 		jobs = append(jobs, job)
 	}
-	report := Report{GroupSize: gs, Embeddings: opts.Embeddings, BytesBefore: before, Theoretical: TheoreticalSaving(gs)}
+	report := PackReport{GroupSize: gs, Embeddings: opts.Embeddings, BytesBefore: before, Theoretical: mxint8.TheoreticalSaving(gs)}
 	for _, j := range jobs {
 		if err := mg.Model.ReplaceModule(j.path, j.module, nil, 0); err != nil {
-			return nil, Report{}, fmt.Errorf("mxint8: pack %s: %w", j.path, err)
+			return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", j.path, err)
 		}
-		row := LayerRow{Module: j.path, From: j.from, To: j.module.TypeName()}
+		row := PackedLayer{Module: j.path, From: j.from, To: j.module.TypeName()}
 		for _, param := range j.order {
 			p := j.params[param]
-			if err := SetPacked(mg.Model, j.path, param, p); err != nil {
-				return nil, Report{}, err
+			if err := nn.SetPacked(mg.Model, j.path, param, p); err != nil {
+				return nil, PackReport{}, err
 			}
 			row.Elements += p.Len()
 			row.PackedBytes += int64(p.Bytes())
@@ -202,7 +196,7 @@ func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, Report,
 		setPackedMeta(mg.Graph, j.path, gs)
 	}
 	if report.BytesAfter, err = ModelBytes(mg.Model); err != nil {
-		return nil, Report{}, err
+		return nil, PackReport{}, err
 	}
 	report.Saving = 1 - float64(report.BytesAfter)/float64(report.BytesBefore)
 	return mg, report, nil
@@ -221,68 +215,4 @@ func setPackedMeta(g *ir.Graph, path string, gs int) {
 			}
 		}
 	}
-}
-
-// LargeBertConfig is a BERT-base-sized configuration (12 layers, hidden
-// 768, 12 heads, intermediate 3072) with bert-tiny's vocabulary, position
-// and label settings: the "larger BERT" of the memory report.
-func LargeBertConfig() models.BertConfig {
-	c := models.BertTinyConfig()
-	c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize = 768, 12, 12, 3072
-	return c
-}
-
-// MemoryFigures is the memory report of one BERT configuration, packed
-// without and with its embeddings.
-type MemoryFigures struct {
-	Name       string            `json:"name"`
-	Config     models.BertConfig `json:"config"`
-	GroupSize  int               `json:"group_size"`
-	Parameters int               `json:"parameters"` // scalar parameters of the FP32 model
-	// LinearsOnly packs the Linear layers (MASE's experiment);
-	// WithEmbeddings packs the embedding tables too.
-	LinearsOnly    Report `json:"linears_only"`
-	WithEmbeddings Report `json:"with_embeddings"`
-}
-
-// MemoryReport builds the BERT of cfg with random weights (seed), traces
-// it, and runs PackLinears on it twice — Linear layers only, then on a
-// fresh copy Linear layers and embeddings — returning both reports.
-func MemoryReport(name string, cfg models.BertConfig, seed uint64, groupSize int) (*MemoryFigures, error) {
-	f := &MemoryFigures{Name: name, Config: cfg, GroupSize: groupSize}
-	for _, emb := range []bool{false, true} {
-		m, err := models.NewBertForSequenceClassification(cfg, seed)
-		if err != nil {
-			return nil, fmt.Errorf("mxint8: memory report %s: %w", name, err)
-		}
-		f.Parameters = m.NumParameters("")
-		mg, err := mase.NewMaseGraph(m, nil)
-		if err != nil {
-			return nil, fmt.Errorf("mxint8: memory report %s: %w", name, err)
-		}
-		_, r, err := PackLinears(mg, PackOptions{GroupSize: groupSize, Embeddings: emb})
-		if err != nil {
-			return nil, fmt.Errorf("mxint8: memory report %s: %w", name, err)
-		}
-		if emb {
-			f.WithEmbeddings = r
-		} else {
-			f.LinearsOnly = r
-		}
-	}
-	return f, nil
-}
-
-// String formats the two reports' totals.
-func (f *MemoryFigures) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%d layers × %d hidden, %d parameters), MXINT8 group size %d:\n", f.Name, f.Config.NumHiddenLayers, f.Config.HiddenSize, f.Parameters, f.GroupSize)
-	for _, r := range []struct {
-		what string
-		r    Report
-	}{{"Linear layers packed", f.LinearsOnly}, {"Linear layers + embeddings packed", f.WithEmbeddings}} {
-		fmt.Fprintf(&b, "  %-34s FP32 %11d B → %11d B (%d modules): saving %.2f%% (theoretical %.5f%%)\n",
-			r.what, r.r.BytesBefore, r.r.BytesAfter, len(r.r.Layers), 100*r.r.Saving, 100*r.r.Theoretical)
-	}
-	return b.String()
 }

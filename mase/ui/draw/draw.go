@@ -1,4 +1,6 @@
-package mase
+// Package draw draws a MaseGraph (MASE's mg.draw): Graphviz DOT, SVG, and
+// a zoomable widget with a colour legend, inline under GoNB or in a file.
+package draw
 
 import (
 	"fmt"
@@ -7,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/graphviz"
+	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/widget"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 // nodeKinds gives each node kind a fill colour readable with black text
@@ -35,9 +38,9 @@ func nodeColour(k ir.OpKind) string {
 	return ""
 }
 
-// NodeLegend returns the colour of every node kind of the drawings, in
+// Legend returns the colour of every node kind of the drawings, in
 // the order inputs, constants, modules, functions, methods, output.
-func NodeLegend() []widget.LegendEntry {
+func Legend() []widget.LegendEntry {
 	out := make([]widget.LegendEntry, len(nodeKinds))
 	for i, n := range nodeKinds {
 		out[i] = widget.LegendEntry{Color: n.colour, Label: n.label}
@@ -48,7 +51,7 @@ func NodeLegend() []widget.LegendEntry {
 // DOT describes the graph in Graphviz DOT: one box per node showing its
 // name, kind and target, and — once AddCommonMetadata has run — its
 // mase_op and the shapes of its data inputs and outputs.
-func (mg *MaseGraph) DOT() string {
+func DOT(mg *mase.MaseGraph) string {
 	d := graphviz.NewDigraph("masegraph")
 	d.Attrs["rankdir"] = "TB"
 	d.NodeAttrs["shape"] = "box"
@@ -98,33 +101,33 @@ func shapeLine(m *ir.ArgMap, prefix string) string {
 }
 
 // SVG renders the graph drawing (see DOT) to SVG in-process.
-func (mg *MaseGraph) SVG() ([]byte, error) { return graphviz.RenderSVG(mg.DOT()) }
+func SVG(mg *mase.MaseGraph) ([]byte, error) { return graphviz.RenderSVG(DOT(mg)) }
 
 // Widget returns the drawing as a zoomable figure with a legend of the
 // node colours, for a notebook (widget.Show) or a page (widget.WriteHTML).
-func (mg *MaseGraph) Widget() (*widget.Figure, error) {
-	svg, err := mg.SVG()
+func Widget(mg *mase.MaseGraph) (*widget.Figure, error) {
+	svg, err := SVG(mg)
 	if err != nil {
 		return nil, err
 	}
 	title := fmt.Sprintf("MaseGraph: %d nodes", len(mg.Graph.Nodes()))
-	return widget.Graph(title, svg, NodeLegend()), nil
+	return widget.Graph(title, svg, Legend()), nil
 }
 
-// Draw renders the graph (MASE's mg.draw). Under GoNB it is shown inline
+// Graph draws mg (MASE's mg.draw). Under GoNB it is shown inline
 // as a zoomable widget with a colour legend; with a non-empty path it is
 // also written there: .svg (the drawing), .html (a standalone page holding
 // the zoomable widget) or .dot (the DOT source). Outside a notebook and
 // without a path it returns an error saying so, rather than drawing
 // nowhere.
-func (mg *MaseGraph) Draw(path string) error {
+func Graph(mg *mase.MaseGraph, path string) error {
 	if strings.HasSuffix(path, ".dot") {
-		return writeFile(path, []byte(mg.DOT()))
+		return writeFile(path, []byte(DOT(mg)))
 	}
 	if path != "" && !strings.HasSuffix(path, ".svg") && !strings.HasSuffix(path, ".html") {
 		return fmt.Errorf("draw: unsupported file type %q (allowed: .svg, .html, .dot)", filepath.Ext(path))
 	}
-	w, err := mg.Widget()
+	w, err := Widget(mg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,6 @@
-package train
+// Package progress shows training as it runs: a terminal bar, or a live
+// loss plot under GoNB. Both implement train.Progress.
+package progress
 
 import (
 	"fmt"
@@ -7,14 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase/display"
-	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/train"
+	"github.com/gomase/gomase/mase/ui/display"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
-// TerminalProgress draws a one-line progress bar with the loss, steps per
+// Terminal draws a one-line progress bar with the loss, steps per
 // second and the time left, redrawn in place (\r), and prints each log
 // entry on its own line — the terminal counterpart of HF's tqdm bar.
-type TerminalProgress struct {
+type Terminal struct {
 	W io.Writer
 	// Every redraws the bar at most this often (default 200 ms).
 	Every time.Duration
@@ -22,8 +25,8 @@ type TerminalProgress struct {
 	start, last time.Time
 }
 
-// OnStep implements Progress.
-func (p *TerminalProgress) OnStep(step, total int, loss float64) {
+// OnStep implements train.Progress.
+func (p *Terminal) OnStep(step, total int, loss float64) {
 	now := time.Now()
 	if p.start.IsZero() {
 		p.start = now
@@ -48,18 +51,18 @@ func (p *TerminalProgress) OnStep(step, total int, loss float64) {
 	}
 }
 
-// OnLog implements Progress.
-func (p *TerminalProgress) OnLog(e LogEntry) {
+// OnLog implements train.Progress.
+func (p *Terminal) OnLog(e train.LogEntry) {
 	fmt.Fprintf(p.W, "\r{'loss': %.4f, 'learning_rate': %.4g, 'grad_norm': %.4f, 'epoch': %.2f, 'step': %d}\n",
 		e.Loss, e.LearningRate, e.GradNorm, e.Epoch, e.Step)
 }
 
-// NotebookProgress shows a live loss plot under GoNB: one output block,
+// Notebook shows a live loss plot under GoNB: one output block,
 // updated in place every logging step (and every Every steps), with a
 // status line (step, loss, ETA). Outside a notebook it does nothing. The
 // block is transient (GoNB's display_id updates): to keep the curve in an
 // exported report, display LossChart after training.
-type NotebookProgress struct {
+type Notebook struct {
 	// Title heads the plot.
 	Title string
 	// Every also refreshes the status line every so many steps (default 50).
@@ -72,8 +75,8 @@ type NotebookProgress struct {
 	lastStatus string
 }
 
-// OnStep implements Progress.
-func (p *NotebookProgress) OnStep(step, total int, loss float64) {
+// OnStep implements train.Progress.
+func (p *Notebook) OnStep(step, total int, loss float64) {
 	if !display.InNotebook() {
 		return
 	}
@@ -93,8 +96,8 @@ func (p *NotebookProgress) OnStep(step, total int, loss float64) {
 	}
 }
 
-// OnLog implements Progress.
-func (p *NotebookProgress) OnLog(e LogEntry) {
+// OnLog implements train.Progress.
+func (p *Notebook) OnLog(e train.LogEntry) {
 	p.steps = append(p.steps, float64(e.Step))
 	p.losses = append(p.losses, e.Loss)
 	if display.InNotebook() && p.id != "" {
@@ -102,7 +105,7 @@ func (p *NotebookProgress) OnLog(e LogEntry) {
 	}
 }
 
-func (p *NotebookProgress) render() {
+func (p *Notebook) render() {
 	var img string
 	if len(p.steps) > 0 {
 		title := p.Title
@@ -120,7 +123,7 @@ func (p *NotebookProgress) render() {
 
 // LossChart returns the logged losses of a history as a chart, for
 // drawing after training.
-func LossChart(title string, h *History) plot.Chart {
+func LossChart(title string, h *train.History) plot.Chart {
 	s := plot.Series{Name: "train loss"}
 	for _, e := range h.Log {
 		s.X = append(s.X, float64(e.Step))
@@ -128,3 +131,8 @@ func LossChart(title string, h *History) plot.Chart {
 	}
 	return plot.Chart{Title: title, XLabel: "step", YLabel: "loss", Series: []plot.Series{s}}
 }
+
+var (
+	_ train.Progress = (*Terminal)(nil)
+	_ train.Progress = (*Notebook)(nil)
+)

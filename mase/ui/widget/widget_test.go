@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/plot"
+	"github.com/gomase/gomase/mase/ui/plot"
 )
 
 func TestTable(t *testing.T) {
