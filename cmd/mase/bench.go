@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
@@ -129,16 +130,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return nil, err
 			}
-			r, rep, err := compileopt.NewCompiled(onBackend, m, cg, execute.Mode{}, rewrites)
+			r, rep, err := compileopt.NewCompiled(onBackend, &ir.MaseGraph{Model: m, Graph: cg}, execute.Mode{}, rewrites)
 			report = rep
 			return r, err
 		}
 		if *eagerRewritten {
-			if _, err := compileopt.Optimize(m, g, execute.Mode{}, rewrites); err != nil {
+			if _, err := compileopt.Optimize(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, rewrites); err != nil {
 				return nil, err
 			}
 		}
-		return execute.NewEagerOn(onBackend, m, g, execute.Mode{})
+		return execute.NewEagerOn(onBackend, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	}
 	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, eval mode, backend %s", *model, *batch, *seq, *be)
 	if *model == "resnet18" {

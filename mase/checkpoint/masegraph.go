@@ -16,7 +16,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -168,7 +167,7 @@ func Paths(base string) (safetensorsPath, jsonPath string, err error) {
 // renamed into place. spec.Model may be empty when the model can be
 // identified among models.Names; Export fails when the graph's module tree
 // is not the one models.New builds, since Import could not rebuild it.
-func Export(base string, mg *mase.MaseGraph, spec Spec) error {
+func Export(base string, mg *ir.MaseGraph, spec Spec) error {
 	stPath, jsonPath, err := Paths(base)
 	if err != nil {
 		return err
@@ -492,7 +491,7 @@ func registryTree(name string, seed uint64, inputNames []string, config json.Raw
 // identify returns the registry name of mg's model and the leaf modules
 // that must be re-applied to what models.New builds to get mg's module
 // tree; it fails when no registry model leads to the same tree.
-func identify(mg *mase.MaseGraph, spec Spec) (string, []replacedDoc, error) {
+func identify(mg *ir.MaseGraph, spec Spec) (string, []replacedDoc, error) {
 	if spec.Model != "" {
 		replaced, err := replacementsFor(mg, spec.Model, spec.Seed)
 		if err != nil {
@@ -516,7 +515,7 @@ func identify(mg *mase.MaseGraph, spec Spec) (string, []replacedDoc, error) {
 
 // replacementsFor lists the leaf modules of mg that differ from registry
 // model name's, and checks that re-applying them rebuilds mg's tree.
-func replacementsFor(mg *mase.MaseGraph, name string, seed uint64) ([]replacedDoc, error) {
+func replacementsFor(mg *ir.MaseGraph, name string, seed uint64) ([]replacedDoc, error) {
 	config, _ := models.ConfigOf(mg.Model)
 	if config != nil {
 		// Compare the roots first: another model's config means nothing here.
@@ -598,7 +597,7 @@ func frozenParameters(m *nn.Model) []string {
 // (strictly: no missing or unexpected tensors), rebuilds the graph node by
 // node with identical names, restores the metadata, and lints the result.
 // Corrupt, truncated or mismatched files give an error naming the file.
-func Import(base string) (*mase.MaseGraph, error) {
+func Import(base string) (*ir.MaseGraph, error) {
 	stPath, jsonPath, err := Paths(base)
 	if err != nil {
 		return nil, err
@@ -675,7 +674,7 @@ func lineCol(raw []byte, offset int64) (int, int) {
 }
 
 // rebuild makes the model and graph of a decoded checkpoint.
-func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
+func rebuild(doc *graphDoc, f *File) (*ir.MaseGraph, error) {
 	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames, doc.Model.Config)
 	if err != nil {
 		return nil, err
@@ -733,7 +732,7 @@ func rebuild(doc *graphDoc, f *File) (*mase.MaseGraph, error) {
 	if g.Meta.Hardware, err = decodeObject(doc.Meta.Hardware, nil); err != nil {
 		return nil, fmt.Errorf("graph metadata hardware%s", errSuffix(err))
 	}
-	return &mase.MaseGraph{Graph: g, Model: m, InputNames: doc.InputNames}, nil
+	return &ir.MaseGraph{Graph: g, Model: m, InputNames: doc.InputNames}, nil
 }
 
 // addNode recreates one node with its arguments and metadata.

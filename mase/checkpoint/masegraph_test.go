@@ -12,11 +12,12 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/trace"
 )
 
 // dummyIDs are spec §1.2's token ids of the two dummy sentences.
@@ -60,13 +61,13 @@ func compareGraphs(t *testing.T, want, got *ir.Graph) {
 	}
 }
 
-func sameOutputs(t *testing.T, a, b *mase.MaseGraph, in map[string]*tensors.Tensor) {
+func sameOutputs(t *testing.T, a, b *ir.MaseGraph, in map[string]*tensors.Tensor) {
 	t.Helper()
-	oa, err := a.Run(in)
+	oa, err := execute.Run(a, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := b.Run(in)
+	ob, err := execute.Run(b, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestExportImportBertTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mg, err := mase.NewMaseGraph(m, nil)
+	mg, err := trace.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestExportImportBertTiny(t *testing.T) {
 
 func TestExportImportWithLabels(t *testing.T) {
 	m := newModel(t, "bert-tiny", 3)
-	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
+	mg, err := trace.NewMaseGraph(m, []string{"input_ids", "attention_mask", "labels"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +206,9 @@ func TestExportImportWithLabels(t *testing.T) {
 }
 
 // exportMLP exports a traced MLP to dir/name and returns the graph.
-func exportMLP(t *testing.T, dir, name string, seed uint64) *mase.MaseGraph {
+func exportMLP(t *testing.T, dir, name string, seed uint64) *ir.MaseGraph {
 	t.Helper()
-	mg, err := mase.NewMaseGraph(newModel(t, "mlp", seed), nil)
+	mg, err := trace.NewMaseGraph(newModel(t, "mlp", seed), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestExportNeedsARegistryModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	three, err := mase.NewMaseGraph(m, nil)
+	three, err := trace.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestExportNeedsARegistryModel(t *testing.T) {
 	if err := m.ReplaceModule("bert.encoder.layer.3.attention.output.dense", nn.NewIdentity(), nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	nas, err := mase.NewMaseGraph(m, nil)
+	nas, err := trace.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestExportNeedsARegistryModel(t *testing.T) {
 	}
 
 	// An argument the encoding cannot hold is named with its node.
-	mlp, _ := mase.NewMaseGraph(newModel(t, "mlp", 1), nil)
+	mlp, _ := trace.NewMaseGraph(newModel(t, "mlp", 1), nil)
 	relu := mlp.Graph.Node("relu")
 	if err := relu.SetKwargs(map[string]any{"inplace": tensors.FromValue([]float32{1})}); err != nil {
 		t.Fatal(err)
@@ -351,7 +352,7 @@ func TestExportIsAtomic(t *testing.T) {
 	old := exportMLP(t, dir, "m", 1)
 	oldJS, _ := os.ReadFile(filepath.Join(dir, "m.json"))
 	oldST, _ := os.ReadFile(filepath.Join(dir, "m.safetensors"))
-	newMG, _ := mase.NewMaseGraph(newModel(t, "mlp", 2), nil)
+	newMG, _ := trace.NewMaseGraph(newModel(t, "mlp", 2), nil)
 
 	// A failure before the renames changes nothing.
 	for _, c := range [][2]string{{"write", ".safetensors"}, {"write", ".json"}, {"sync", ".json"}, {"rename", ".safetensors"}} {
@@ -417,7 +418,7 @@ func TestPaths(t *testing.T) {
 }
 
 func TestExportImportTransformedGraph(t *testing.T) {
-	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 5), nil)
+	mg, err := trace.NewMaseGraph(newModel(t, "bert-tiny", 5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func TestExportImportTransformedGraph(t *testing.T) {
 }
 
 func TestExportImportWithLoRA(t *testing.T) {
-	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 3), nil)
+	mg, err := trace.NewMaseGraph(newModel(t, "bert-tiny", 3), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +479,7 @@ func TestExportImportWithLoRA(t *testing.T) {
 		t.Errorf("module tree after import:\n%s\nwant\n%s", got, mg.Model.String())
 	}
 	sameOutputs(t, mg, back, dummyIn())
-	trainable := func(g *mase.MaseGraph) map[string]bool {
+	trainable := func(g *ir.MaseGraph) map[string]bool {
 		out := map[string]bool{}
 		for _, p := range g.Model.Parameters() {
 			out[p.Name] = p.Variable.Trainable
@@ -508,7 +509,7 @@ func TestExportImportWithLoRA(t *testing.T) {
 }
 
 func TestExportImportPruned(t *testing.T) {
-	mg, err := mase.NewMaseGraph(newModel(t, "bert-tiny", 4), []string{"input_ids", "attention_mask", "labels"})
+	mg, err := trace.NewMaseGraph(newModel(t, "bert-tiny", 4), []string{"input_ids", "attention_mask", "labels"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestExportImportPruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mask := func(g *mase.MaseGraph) int {
+	mask := func(g *ir.MaseGraph) int {
 		return len(g.Model.Buffers())
 	}
 	if mask(back) != 14 || mask(mg) != 14 {

@@ -29,7 +29,6 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/nn"
 )
 
 // Rewrite is one compiled-mode graph pass.
@@ -42,7 +41,7 @@ type Rewrite struct {
 	// they are skipped for training graphs.
 	Host bool
 	// apply rewrites g in place and returns the number of nodes changed.
-	apply func(m *nn.Model, g *ir.Graph) (int, error)
+	apply func(mg *ir.MaseGraph) (int, error)
 }
 
 // Rewrites returns every rewrite, in the order Optimize applies them.
@@ -128,10 +127,12 @@ func (r *Report) String() string {
 }
 
 // Optimize applies the selected rewrites (names as ParseSelection returns
-// them; nil applies none) to g in place, in Rewrites order, and checks the
+// them; nil applies none) to mg in place, in Rewrites order, and checks the
 // result. Like MASE's transform passes it changes the graph it is given:
 // trace again for an untouched copy.
-func Optimize(m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (*Report, error) {
+func Optimize(mg *ir.MaseGraph, mode execute.Mode, selected []string) (*Report, error) {
+	registerHostKernels()
+	g := mg.Graph
 	for _, name := range selected {
 		if !slices.Contains(Names(), name) {
 			return nil, fmt.Errorf("unknown rewrite %q (allowed: %s)", name, strings.Join(Names(), ", "))
@@ -150,7 +151,7 @@ func Optimize(m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (*
 			rep.Skipped[r.Name] = "dropout is active in training"
 			continue
 		}
-		n, err := r.apply(m, g)
+		n, err := r.apply(mg)
 		if err != nil {
 			return nil, fmt.Errorf("rewrite %s: %w", r.Name, err)
 		}
@@ -164,14 +165,14 @@ func Optimize(m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (*
 }
 
 // NewCompiled is compiled mode with rewrites: it applies the selected
-// rewrites to g (in place) and prepares the result with
+// rewrites to mg (in place) and prepares the result with
 // execute.CompileRunner on be: one GoMLX computation, or compiled segments
 // around the host kernels.
 //
 // The host-kernel rewrites apply on the Go backend only: elsewhere (XLA)
 // the backend fuses the GoMLX ops itself, attention included, and a graph
 // break would only add transfers; they are reported as skipped.
-func NewCompiled(be compute.Backend, m *nn.Model, g *ir.Graph, mode execute.Mode, selected []string) (execute.Runner, *Report, error) {
+func NewCompiled(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, selected []string) (execute.Runner, *Report, error) {
 	var kept []string
 	skipped := map[string]string{}
 	for _, name := range selected {
@@ -181,14 +182,14 @@ func NewCompiled(be compute.Backend, m *nn.Model, g *ir.Graph, mode execute.Mode
 		}
 		kept = append(kept, name)
 	}
-	rep, err := Optimize(m, g, mode, kept)
+	rep, err := Optimize(mg, mode, kept)
 	if err != nil {
 		return nil, nil, err
 	}
 	for name, why := range skipped {
 		rep.Skipped[name] = why
 	}
-	r, err := execute.CompileRunner(be, m, g, mode)
+	r, err := execute.CompileRunner(be, mg, mode)
 	if err != nil {
 		return nil, nil, err
 	}

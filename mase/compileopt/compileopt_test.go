@@ -76,7 +76,7 @@ func TestAllRewritesOnBertMatchEager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eager, err := execute.NewEager(m, plain, execute.Mode{})
+	eager, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: plain}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestAllRewritesOnBertMatchEager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, rep, err := compileopt.NewCompiled(be, m, g, execute.Mode{}, compileopt.Names())
+	r, rep, err := compileopt.NewCompiled(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, compileopt.Names())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestAllRewritesOnBertMatchEager(t *testing.T) {
 		closeTo(t, "compiled with every rewrite", run(t, r, in), want, 2e-5)
 	}
 	// The rewritten graph runs eagerly too (host nodes and all).
-	e2, err := execute.NewEager(m, g, execute.Mode{})
+	e2, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestEachRewriteAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := execute.Compile(m, plain, execute.Mode{})
+	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: plain}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestEachRewriteAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, rep, err := compileopt.NewCompiled(be, m, g, execute.Mode{}, []string{name})
+		r, rep, err := compileopt.NewCompiled(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, []string{name})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -180,7 +180,7 @@ func TestDeadCodeErasesUnusedChains(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := g.Len()
-	rep, err := compileopt.Optimize(m, g, execute.Mode{}, []string{compileopt.DeadCode})
+	rep, err := compileopt.Optimize(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, []string{compileopt.DeadCode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestTrainingKeepsHostKernelsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := compileopt.Optimize(m, g, execute.Mode{Training: true}, compileopt.Names())
+	rep, err := compileopt.Optimize(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: true}, compileopt.Names())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestParseSelection(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sdpa_kernel") {
 		t.Errorf("unknown rewrite: error %v, want one listing the allowed names", err)
 	}
-	if _, err := compileopt.Optimize(&nn.Model{}, ir.New(), execute.Mode{}, []string{"nope"}); err == nil {
+	if _, err := compileopt.Optimize(&ir.MaseGraph{Model: &nn.Model{}, Graph: ir.New()}, execute.Mode{}, []string{"nope"}); err == nil {
 		t.Error("Optimize accepted an unknown rewrite")
 	}
 }
@@ -253,7 +253,7 @@ func TestMXInt8KernelMatchesPackedModules(t *testing.T) {
 	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32}); err != nil {
 		t.Fatal(err)
 	}
-	eager, err := execute.NewEager(m, mg.Graph, execute.Mode{})
+	eager, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: mg.Graph}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestMXInt8KernelMatchesPackedModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, rep, err := compileopt.NewCompiled(be, m, g, execute.Mode{}, []string{compileopt.MXInt8Kernel})
+	r, rep, err := compileopt.NewCompiled(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, []string{compileopt.MXInt8Kernel})
 	if err != nil {
 		t.Fatal(err)
 	}

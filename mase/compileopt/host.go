@@ -3,6 +3,7 @@ package compileopt
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -26,11 +27,13 @@ const (
 	HostMXInt8 = hostPrefix + "mxint8_dequantize"
 )
 
-func init() {
+// registerHostKernels makes the host functions the rewrites insert known
+// to package execute; Optimize calls it before any rewrite runs.
+var registerHostKernels = sync.OnceFunc(func() {
 	execute.RegisterHostFunction(HostSDPA, runSDPA)
 	execute.RegisterHostFunction(HostGELU, runGELU)
 	execute.RegisterHostFunction(HostMXInt8, runMXInt8)
-}
+})
 
 func runMXInt8(args []any, kwargs map[string]any) (any, error) {
 	var ws [2][]int32

@@ -6,11 +6,13 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/passes"
 )
 
 // deadCode erases nodes nothing uses, last first so that chains of dead
 // nodes go in one pass. Placeholders and the output stay.
-func deadCode(_ *nn.Model, g *ir.Graph) (int, error) {
+func deadCode(mg *ir.MaseGraph) (int, error) {
+	g := mg.Graph
 	erased := 0
 	nodes := g.Nodes()
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -26,40 +28,22 @@ func deadCode(_ *nn.Model, g *ir.Graph) (int, error) {
 	return erased, nil
 }
 
-// removeDropout bypasses dropout modules and the dropout function: at
-// inference they return their input.
-func removeDropout(m *nn.Model, g *ir.Graph) (int, error) {
-	removed := 0
-	for _, n := range g.Nodes() {
-		isDropout := n.Op == ir.CallFunction && n.Target == "dropout"
-		if n.Op == ir.CallModule {
-			if mod, ok := m.Module(n.Target); ok && mod.TypeName() == "Dropout" {
-				isDropout = true
-			}
-		}
-		if !isDropout {
-			continue
-		}
-		in, ok := n.Arg(0).(*ir.Node)
-		if !ok {
-			return removed, fmt.Errorf("%s: dropout without a node input", n.Name)
-		}
-		if _, err := n.ReplaceAllUsesWith(in); err != nil {
-			return removed, err
-		}
-		if err := g.EraseNode(n); err != nil {
-			return removed, err
-		}
-		removed++
+// removeDropout is passes.RemoveDropout: at inference dropout returns its
+// input.
+func removeDropout(mg *ir.MaseGraph) (int, error) {
+	_, info, err := passes.RemoveDropout(mg)
+	if err != nil {
+		return 0, err
 	}
-	return removed, nil
+	return len(info["removed"].([]string)), nil
 }
 
 // sdpaKernel swaps every scaled_dot_product_attention call that the fused
 // kernel can run (not causal: the kernel can, the GoMLX lowering cannot
 // yet, so causal calls are left to fail the same way in both modes) for
 // the host function.
-func sdpaKernel(_ *nn.Model, g *ir.Graph) (int, error) {
+func sdpaKernel(mg *ir.MaseGraph) (int, error) {
+	g := mg.Graph
 	changed := 0
 	for _, n := range g.Nodes() {
 		if n.Op != ir.CallFunction || n.Target != "scaled_dot_product_attention" {
@@ -87,7 +71,8 @@ func sdpaKernel(_ *nn.Model, g *ir.Graph) (int, error) {
 
 // geluKernel swaps exact GELU (the modules GELU and GELUActivation, the
 // gelu function without approximate="tanh") for the host function.
-func geluKernel(m *nn.Model, g *ir.Graph) (int, error) {
+func geluKernel(mg *ir.MaseGraph) (int, error) {
+	m, g := mg.Model, mg.Graph
 	changed := 0
 	for _, n := range g.Nodes() {
 		isGELU := false
@@ -122,7 +107,8 @@ func geluKernel(m *nn.Model, g *ir.Graph) (int, error) {
 // they are inserted after the graph's inputs, every buffer read first and
 // then every dequantisation: one graph break at the start of the graph
 // instead of one per layer.
-func mxint8Kernel(m *nn.Model, g *ir.Graph) (int, error) {
+func mxint8Kernel(mg *ir.MaseGraph) (int, error) {
+	m, g := mg.Model, mg.Graph
 	ph := g.Placeholders()
 	if len(ph) == 0 {
 		return 0, fmt.Errorf("graph has no inputs")

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -22,7 +23,7 @@ func BenchmarkBertTinyForward(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := execute.Compile(m, g, execute.Mode{})
+	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // Compiled runs a whole MaseGraph as one GoMLX computation, JIT-compiled
 // once per set of input shapes and cached (the compiled execution mode).
 type Compiled struct {
-	mg      *ir.Graph
+	graph   *ir.Graph
 	m       *nn.Model
 	mode    Mode
 	inputs  []string // placeholder targets, in graph order
@@ -39,24 +39,25 @@ type buildRecord struct {
 	outTuple bool       // the output node holds a tuple
 }
 
-// Compile prepares mg for execution with the parameters of m on the
+// Compile prepares mg for execution with its model's parameters on the
 // default backend.
-func Compile(m *nn.Model, mg *ir.Graph, mode Mode) (*Compiled, error) {
+func Compile(mg *ir.MaseGraph, mode Mode) (*Compiled, error) {
 	be, err := backend.Default()
 	if err != nil {
 		return nil, err
 	}
-	return CompileOn(be, m, mg, mode, false)
+	return CompileOn(be, mg, mode, false)
 }
 
 // CompileOn is Compile on a given backend. With capture set, Run returns
 // every intermediate tensor too (see RunCapture).
-func CompileOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, capture bool) (*Compiled, error) {
-	if err := mg.Lint(); err != nil {
+func CompileOn(be compute.Backend, mg *ir.MaseGraph, mode Mode, capture bool) (*Compiled, error) {
+	m, ig := mg.Model, mg.Graph
+	if err := ig.Lint(); err != nil {
 		return nil, err
 	}
-	c := &Compiled{mg: mg, m: m, mode: mode, capture: capture}
-	for _, p := range mg.Placeholders() {
+	c := &Compiled{graph: ig, m: m, mode: mode, capture: capture}
+	for _, p := range ig.Placeholders() {
 		c.inputs = append(c.inputs, p.Target)
 	}
 	fn := func(scope *model.Scope, ins []*graph.Node) []*graph.Node {
@@ -65,13 +66,13 @@ func CompileOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, capture
 			byName[name] = ins[i]
 		}
 		g := ins[0].Graph()
-		vals, err := Build(g, scope, m, mg, byName, mode)
+		vals, err := Build(g, scope, mg, byName, mode)
 		if err != nil {
 			panic(err)
 		}
 		rec := &buildRecord{consts: Values{}}
 		var outs []*graph.Node
-		outVal := vals[mg.OutputNode()]
+		outVal := vals[ig.OutputNode()]
 		switch v := outVal.(type) {
 		case *graph.Node:
 			outs = append(outs, v)
@@ -88,7 +89,7 @@ func CompileOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, capture
 			panic(fmt.Errorf("graph output is %T, want a tensor or a tuple of tensors", outVal))
 		}
 		rec.nOutputs = len(outs)
-		for _, n := range mg.Nodes() {
+		for _, n := range ig.Nodes() {
 			switch v := vals[n].(type) {
 			case *graph.Node:
 				if c.capture && n.Op != ir.Output {
@@ -206,9 +207,21 @@ func (c *Compiled) RunCapture(inputs map[string]*tensors.Tensor) (map[*ir.Node]a
 		for i := range tuple {
 			tuple[i] = outs[i]
 		}
-		vals[c.mg.OutputNode()] = tuple
+		vals[c.graph.OutputNode()] = tuple
 	} else {
-		vals[c.mg.OutputNode()] = outs[0]
+		vals[c.graph.OutputNode()] = outs[0]
 	}
 	return vals, nil
+}
+
+// Run executes mg once in eval mode on the default backend (compiled: one
+// GoMLX computation, freed after the call) and returns its outputs, which
+// are the caller's.
+func Run(mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	c, err := Compile(mg, Mode{})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Run(inputs)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/nn"
 )
 
 // Runner runs a MaseGraph on inputs by name; Compiled, Eager and
@@ -35,19 +34,19 @@ var (
 // shape) are evaluated once per input shapes and not executed.
 type Eager struct{ *staged }
 
-// NewEager prepares mg for eager execution with the parameters of m on
-// the default backend.
-func NewEager(m *nn.Model, mg *ir.Graph, mode Mode) (*Eager, error) {
+// NewEager prepares mg for eager execution with its model's parameters
+// on the default backend.
+func NewEager(mg *ir.MaseGraph, mode Mode) (*Eager, error) {
 	be, err := backend.Default()
 	if err != nil {
 		return nil, err
 	}
-	return NewEagerOn(be, m, mg, mode)
+	return NewEagerOn(be, mg, mode)
 }
 
 // NewEagerOn is NewEager on a given backend.
-func NewEagerOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode) (*Eager, error) {
-	s, err := newStaged(be, m, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
+func NewEagerOn(be compute.Backend, mg *ir.MaseGraph, mode Mode) (*Eager, error) {
+	s, err := newStaged(be, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
 		groups := make([][]*ir.Node, len(nodes))
 		for i, n := range nodes {
 			groups[i] = []*ir.Node{n}
@@ -67,19 +66,19 @@ func NewEagerOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode) (*Eage
 // Without host nodes it is one segment, the whole graph.
 type Segmented struct{ *staged }
 
-// NewSegmented prepares mg for segmented compiled execution with the
-// parameters of m on the default backend.
-func NewSegmented(m *nn.Model, mg *ir.Graph, mode Mode) (*Segmented, error) {
+// NewSegmented prepares mg for segmented compiled execution with its
+// model's parameters on the default backend.
+func NewSegmented(mg *ir.MaseGraph, mode Mode) (*Segmented, error) {
 	be, err := backend.Default()
 	if err != nil {
 		return nil, err
 	}
-	return NewSegmentedOn(be, m, mg, mode)
+	return NewSegmentedOn(be, mg, mode)
 }
 
 // NewSegmentedOn is NewSegmented on a given backend.
-func NewSegmentedOn(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode) (*Segmented, error) {
-	s, err := newStaged(be, m, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
+func NewSegmentedOn(be compute.Backend, mg *ir.MaseGraph, mode Mode) (*Segmented, error) {
+	s, err := newStaged(be, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
 		var groups [][]*ir.Node
 		var run []*ir.Node
 		for _, n := range nodes {
@@ -116,10 +115,10 @@ func (s *Segmented) Segments() (compiled, host int) {
 	return compiled, host
 }
 
-// HasGraphBreaks reports whether mg holds host nodes, which compiled mode
+// HasGraphBreaks reports whether g holds host nodes, which compiled mode
 // must run between compiled segments.
-func HasGraphBreaks(mg *ir.Graph) bool {
-	for _, n := range mg.Nodes() {
+func HasGraphBreaks(g *ir.Graph) bool {
+	for _, n := range g.Nodes() {
 		if isHostNode(n) {
 			return true
 		}
@@ -129,9 +128,9 @@ func HasGraphBreaks(mg *ir.Graph) bool {
 
 // CompileRunner is compiled mode for any graph on the given backend: one
 // computation (Compiled) when mg has no host nodes, Segmented otherwise.
-func CompileRunner(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode) (Runner, error) {
-	if HasGraphBreaks(mg) {
-		return NewSegmentedOn(be, m, mg, mode)
+func CompileRunner(be compute.Backend, mg *ir.MaseGraph, mode Mode) (Runner, error) {
+	if HasGraphBreaks(mg.Graph) {
+		return NewSegmentedOn(be, mg, mode)
 	}
-	return CompileOn(be, m, mg, mode, false)
+	return CompileOn(be, mg, mode, false)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/trace"
@@ -21,11 +22,11 @@ func compareModes(t *testing.T, m *nn.Model, inputNames []string, in map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := execute.Compile(m, g, execute.Mode{})
+	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := execute.NewEager(m, g, execute.Mode{})
+	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestEagerInputErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := execute.NewEager(m, g, execute.Mode{})
+	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}

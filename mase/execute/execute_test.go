@@ -25,7 +25,7 @@ func run(t *testing.T, op ir.OpKind, target string, x *tensors.Tensor, args []an
 	in := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
 	n := g.MustAddNode(op, "", target, append([]any{in}, args...), kwargs)
 	g.MustAddNode(ir.Output, "output", "output", []any{n}, nil)
-	c, err := Compile(emptyModel(t), g, Mode{})
+	c, err := Compile(&ir.MaseGraph{Model: emptyModel(t), Graph: g}, Mode{})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func TestDropoutTrainMode(t *testing.T) {
 	in := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
 	d := g.MustAddNode(ir.CallFunction, "", "dropout", []any{in}, map[string]any{"p": 0.25})
 	g.MustAddNode(ir.Output, "output", "output", []any{d}, nil)
-	c, err := Compile(emptyModel(t), g, Mode{Training: true})
+	c, err := Compile(&ir.MaseGraph{Model: emptyModel(t), Graph: g}, Mode{Training: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type Values map[*ir.Node]any
 // scope (parameters are read from it); inputs holds one graph node per
 // placeholder, by name. It returns every node's value; the caller reads the
 // output node's.
-func Build(g *graph.Graph, scope *model.Scope, m *nn.Model, mg *ir.Graph, inputs map[string]*graph.Node, mode Mode) (vals Values, err error) {
+func Build(g *graph.Graph, scope *model.Scope, mg *ir.MaseGraph, inputs map[string]*graph.Node, mode Mode) (vals Values, err error) {
 	defer func() {
 		// GoMLX reports shape errors while building by panicking.
 		if r := recover(); r != nil {
@@ -43,8 +43,8 @@ func Build(g *graph.Graph, scope *model.Scope, m *nn.Model, mg *ir.Graph, inputs
 		}
 	}()
 	vals = Values{}
-	for _, n := range mg.Nodes() {
-		v, err := lowerNode(g, scope, m, n, vals, inputs, mode)
+	for _, n := range mg.Graph.Nodes() {
+		v, err := lowerNode(g, scope, mg.Model, n, vals, inputs, mode)
 		if err != nil {
 			return nil, fmt.Errorf("node %s (%s %s): %w", n.Name, n.Op, n.Target, err)
 		}

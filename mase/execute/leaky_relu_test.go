@@ -25,7 +25,7 @@ func TestLeakyReLULowering(t *testing.T) {
 	c := g.MustAddNode(ir.CallFunction, "", "leaky_relu", []any{x}, map[string]any{"negative_slope": 0.5, "inplace": false})
 	d := g.MustAddNode(ir.CallMethod, "", "leaky_relu", []any{x, 3}, nil)
 	g.MustAddNode(ir.Output, "output", "output", []any{[]any{a, b, c, d}}, nil)
-	e, err := execute.NewEager(m, g, execute.Mode{})
+	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,10 +91,18 @@ func TestRunnersReleaseBuffers(t *testing.T) {
 		name string
 		make func() (execute.Runner, error)
 	}{
-		{"compiled", func() (execute.Runner, error) { return execute.CompileOn(be, m, g, execute.Mode{}, false) }},
-		{"compiled with capture", func() (execute.Runner, error) { return execute.CompileOn(be, m, g, execute.Mode{}, true) }},
-		{"eager", func() (execute.Runner, error) { return execute.NewEagerOn(be, m, g, execute.Mode{}) }},
-		{"eager, train mode", func() (execute.Runner, error) { return execute.NewEagerOn(be, m, g, execute.Mode{Training: true}) }},
+		{"compiled", func() (execute.Runner, error) {
+			return execute.CompileOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, false)
+		}},
+		{"compiled with capture", func() (execute.Runner, error) {
+			return execute.CompileOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, true)
+		}},
+		{"eager", func() (execute.Runner, error) {
+			return execute.NewEagerOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
+		}},
+		{"eager, train mode", func() (execute.Runner, error) {
+			return execute.NewEagerOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: true})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.make()
@@ -123,7 +131,7 @@ func TestSegmentedReleasesBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertDouble(t, g, "flatten", "fc1")
-	s, err := execute.NewSegmentedOn(be, m, g, execute.Mode{})
+	s, err := execute.NewSegmentedOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}

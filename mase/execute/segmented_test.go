@@ -61,7 +61,7 @@ func TestSegmentedRunsHostNodeBetweenSegments(t *testing.T) {
 	if !execute.HasGraphBreaks(broken) || execute.HasGraphBreaks(plain) {
 		t.Fatal("HasGraphBreaks is wrong")
 	}
-	whole, err := execute.Compile(m, broken, execute.Mode{}) // lazy: the error comes at the first run
+	whole, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: broken}, execute.Mode{}) // lazy: the error comes at the first run
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSegmentedRunsHostNodeBetweenSegments(t *testing.T) {
 	if _, err := whole.Run(in); err == nil || !strings.Contains(err.Error(), "graph break") {
 		t.Errorf("one computation with a host node: error %v, want one naming the graph break", err)
 	}
-	s, err := execute.NewSegmented(m, broken, execute.Mode{})
+	s, err := execute.NewSegmented(&ir.MaseGraph{Model: m, Graph: broken}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestSegmentedRunsHostNodeBetweenSegments(t *testing.T) {
 		xs[i] *= 2
 	}
 	doubled := map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions(xs, in["x"].Shape().Dimensions...)}
-	c, err := execute.Compile(m, plain, execute.Mode{})
+	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: plain}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSegmentedRunsHostNodeBetweenSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := execute.NewEager(m, broken, execute.Mode{})
+	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: broken}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestSegmentedWithoutBreaksIsOneSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := execute.NewSegmented(m, g, execute.Mode{})
+	s, err := execute.NewSegmented(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestSegmentedWithoutBreaksIsOneSegment(t *testing.T) {
 		ids[i] = int32(500 + 37*i)
 	}
 	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 2, 8)}
-	c, err := execute.Compile(m, g, execute.Mode{})
+	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // node run on the host by a HostFunction. Eager is the case of one node
 // per stage; Segmented groups every run of nodes between host nodes.
 type staged struct {
-	mg     *ir.Graph
+	graph  *ir.Graph
 	m      *nn.Model
 	mode   Mode
 	be     compute.Backend
@@ -70,13 +70,14 @@ type outputIndex int
 
 // newStaged checks mg and splits its nodes (placeholders and the output
 // aside) into stages with split, which returns the groups in graph order.
-func newStaged(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, split func(nodes []*ir.Node) [][]*ir.Node) (*staged, error) {
-	if err := mg.Lint(); err != nil {
+func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes []*ir.Node) [][]*ir.Node) (*staged, error) {
+	m, ig := mg.Model, mg.Graph
+	if err := ig.Lint(); err != nil {
 		return nil, err
 	}
-	s := &staged{mg: mg, m: m, mode: mode, be: be, execs: map[stageKey]*stageExec{}}
+	s := &staged{graph: ig, m: m, mode: mode, be: be, execs: map[stageKey]*stageExec{}}
 	var body []*ir.Node
-	for _, n := range mg.Nodes() {
+	for _, n := range ig.Nodes() {
 		switch n.Op {
 		case ir.Placeholder:
 			s.inputs = append(s.inputs, n.Target)
@@ -123,7 +124,7 @@ func newStaged(be compute.Backend, m *nn.Model, mg *ir.Graph, mode Mode, split f
 // unless the output node returns it.
 func (s *staged) planRelease() {
 	returned := map[*ir.Node]bool{}
-	if out := s.mg.OutputNode(); out != nil {
+	if out := s.graph.OutputNode(); out != nil {
 		for _, x := range out.Inputs() {
 			returned[x] = true
 		}
@@ -174,14 +175,14 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	if err := checkNoExtraInputs(inputs, s.inputs); err != nil {
 		return nil, err
 	}
-	out := s.mg.OutputNode()
+	out := s.graph.OutputNode()
 	if out == nil {
 		return nil, fmt.Errorf("graph has no output node")
 	}
 	vals := map[*ir.Node]any{}
 	var given []*tensors.Tensor
 	var args []any
-	for _, p := range s.mg.Placeholders() {
+	for _, p := range s.graph.Placeholders() {
 		t, ok := inputs[p.Target]
 		if !ok {
 			return nil, fmt.Errorf("missing input %q (the graph takes %v)", p.Target, s.inputs)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
@@ -225,7 +226,7 @@ func TestApplyAllFormats(t *testing.T) {
 	if math.Abs(r.WeightStorageBits-wBits/wN) > 1e-12 || r.MASEAvailable {
 		t.Errorf("storage bits %v, want %v; MASE available %v", r.WeightStorageBits, wBits/wN, r.MASEAvailable)
 	}
-	outs, err := mg.Run(dummy)
+	outs, err := execute.Run(mg, dummy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestMLPGraphAndValues(t *testing.T) {
 		t.Errorf("relu inplace kwarg = %v", v)
 	}
 	x := []float32{0.5, -1, 2, 0.25}
-	run, err := execute.Compile(m, g, execute.Mode{})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}

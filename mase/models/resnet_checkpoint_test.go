@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 )
 
@@ -31,7 +32,7 @@ func TestResNetCheckpointRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := map[string]*tensors.Tensor{"x": models.RandomImages(2, 1, 32, 32)}
-	want, err := mg.Run(x)
+	want, err := execute.Run(mg, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestResNetCheckpointRoundTrip(t *testing.T) {
 	if got := tensors.MustCopyFlatData[float32](bv.MustValue()); got[4] != vals[4] {
 		t.Errorf("running_var[4] = %v after the round trip, want %v", got[4], vals[4])
 	}
-	got, err := back.Run(x)
+	got, err := execute.Run(back, x)
 	if err != nil {
 		t.Fatal(err)
 	}

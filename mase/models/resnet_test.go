@@ -160,7 +160,7 @@ func TestResNet18GraphAndCompiledRun(t *testing.T) {
 
 	// Compiled execution at a small image size (the net is fully
 	// convolutional up to the global average pool).
-	run, err := execute.Compile(m, g, execute.Mode{})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,9 +189,9 @@ func TestResNetLoweringsAndModesAgree(t *testing.T) {
 		}
 		var r execute.Runner
 		if eager {
-			r, err = execute.NewEager(m, g, execute.Mode{})
+			r, err = execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 		} else {
-			r, err = execute.Compile(m, g, execute.Mode{})
+			r, err = execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -249,7 +249,7 @@ func TestResNetTrainModeUpdatesRunningStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := execute.Compile(m, g, execute.Mode{Training: true})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestResNetGradientsInTrainMode(t *testing.T) {
 	}
 	var names []string
 	exec, err := model.NewExec(be, m.Store, func(scope *model.Scope, x *graph.Node) []*graph.Node {
-		vals, err := execute.Build(x.Graph(), scope, m, g, map[string]*graph.Node{"x": x}, execute.Mode{Training: true})
+		vals, err := execute.Build(x.Graph(), scope, &ir.MaseGraph{Model: m, Graph: g}, map[string]*graph.Node{"x": x}, execute.Mode{Training: true})
 		if err != nil {
 			panic(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -159,7 +160,7 @@ func TestBuildLikeMASEIgnoresLayersAndHeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := mg.Run(in)
+	out, err := execute.Run(mg, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,7 +344,7 @@ func runBN(t *testing.T, m *nn.Model, x *tensors.Tensor, training bool) []float6
 	in := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
 	out := g.MustAddNode(ir.CallModule, "", "bn", []any{in}, nil)
 	g.MustAddNode(ir.Output, "output", "output", []any{out}, nil)
-	run, err := execute.Compile(m, g, execute.Mode{Training: training})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: training})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestBatchNorm2d(t *testing.T) {
 	g := ir.New()
 	in := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
 	g.MustAddNode(ir.Output, "output", "output", []any{g.MustAddNode(ir.CallModule, "", "bn", []any{in}, nil)}, nil)
-	run, err := execute.Compile(m, g, execute.Mode{Training: true})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func runLeaf(t *testing.T, leaf nn.Leaf, inputs ...*tensors.Tensor) []float32 {
 	}
 	out := g.MustAddNode(ir.CallModule, "", "layer", args, nil)
 	g.MustAddNode(ir.Output, "output", "output", []any{out}, nil)
-	run, err := execute.Compile(m, g, execute.Mode{})
+	run, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestAttentionFusedMatchesDecomposed(t *testing.T) {
 		if err := m.Store.SetRNGStateFromSeed(11); err != nil {
 			t.Fatal(err)
 		}
-		c, err := execute.CompileOn(be, m, g, execute.Mode{Training: training}, capture)
+		c, err := execute.CompileOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{Training: training}, capture)
 		if err != nil {
 			t.Fatal(err)
 		}

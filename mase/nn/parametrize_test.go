@@ -33,7 +33,7 @@ func oneLeaf(t *testing.T, leaf nn.Leaf) (*nn.Model, *ir.Graph) {
 
 func runGraph(t *testing.T, m *nn.Model, g *ir.Graph, mode execute.Mode, x *tensors.Tensor) []float32 {
 	t.Helper()
-	c, err := execute.CompileOn(mustBackendCompute(t), m, g, mode, false)
+	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m, Graph: g}, mode, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestParametrizationErrors(t *testing.T) {
 	if err := m2.RegisterParametrization("layer", "weight", &nn.Mask{Buffer: "layer.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := execute.CompileOn(mustBackendCompute(t), m2, g2, execute.Mode{}, false)
+	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m2, Graph: g2}, execute.Mode{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestSparsifyInputRandom(t *testing.T) {
 	for i := range ones {
 		ones[i] = 1
 	}
-	c, err := execute.CompileOn(mustBackendCompute(t), m, g, execute.Mode{}, false)
+	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/quant"
@@ -34,7 +33,7 @@ type AvgBits struct {
 // CalculateAvgBits computes AvgBits over every call_module node whose op
 // is linear. It reads the element counts from the common metadata, so
 // AddCommonMetadata must have run with a dummy input.
-func CalculateAvgBits(mg *mase.MaseGraph) (AvgBits, Info, error) {
+func CalculateAvgBits(mg *ir.MaseGraph) (AvgBits, Info, error) {
 	var r AvgBits
 	var wMASE, dMASE, wReal, dReal float64
 	r.MASEAvailable = true

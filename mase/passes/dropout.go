@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 )
 
@@ -14,18 +12,26 @@ import (
 // Notebooks and the CLI may replace it.
 var Logger = slog.Default()
 
-// isDropoutModule is the tutorial's test: a call_module whose target
-// contains "dropout".
-func isDropoutModule(n *ir.Node) bool {
-	return n.Op == ir.CallModule && strings.Contains(n.Target, "dropout")
+// IsDropout reports whether n is a dropout: a call of an nn.Dropout
+// module or of the dropout function. (Tutorial 1 tests for "dropout" in
+// the module's name, which finds the same nodes in the lab's models.)
+func IsDropout(mg *ir.MaseGraph, n *ir.Node) bool {
+	switch n.Op {
+	case ir.CallFunction:
+		return n.Target == "dropout"
+	case ir.CallModule:
+		mod, ok := mg.Model.Module(n.Target)
+		return ok && mod.TypeName() == "Dropout"
+	}
+	return false
 }
 
 // CountDropout is Tutorial 1's count_dropout_analysis_pass: it logs every
-// dropout module call and returns {"dropout_count": N, "dropout_modules": [...]}.
-func CountDropout(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+// dropout (IsDropout) and returns {"dropout_count": N, "dropout_modules": [...]}.
+func CountDropout(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	var found []string
 	for _, n := range mg.Graph.Nodes() {
-		if isDropoutModule(n) {
+		if IsDropout(mg, n) {
 			Logger.Info("Found dropout module: " + n.Target)
 			found = append(found, n.Target)
 		} else {
@@ -36,13 +42,13 @@ func CountDropout(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
 }
 
 // RemoveDropout is Tutorial 1's remove_dropout_transform_pass: every
-// dropout module call is bypassed (its users rewired to its input) and
+// dropout (IsDropout) is bypassed (its users rewired to its input) and
 // erased. It returns {"removed": [...]}. In eval mode the outputs are
-// unchanged.
-func RemoveDropout(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+// unchanged; compiled mode's remove_dropout rewrite is this pass.
+func RemoveDropout(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	var removed []string
 	for _, n := range mg.Graph.Nodes() {
-		if !isDropoutModule(n) {
+		if !IsDropout(mg, n) {
 			continue
 		}
 		parent, ok := n.Arg(0).(*ir.Node)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/quant"
@@ -172,7 +171,7 @@ func HardwareOps() []string {
 // where MASE lets the last of nodes_in + nodes_out overwrite them.
 //
 // It returns {"nodes_in", "nodes_out", "verilog_sources"}.
-func AddHardwareMetadata(mg *mase.MaseGraph, args HardwareArgs) (*mase.MaseGraph, Info, error) {
+func AddHardwareMetadata(mg *ir.MaseGraph, args HardwareArgs) (*ir.MaseGraph, Info, error) {
 	maxPar, err := args.maxParallelism()
 	if err != nil {
 		return nil, nil, err
@@ -269,7 +268,7 @@ func hardwareEnds(g *ir.Graph) (in, out []string) {
 func isTensorArg(a *ir.ArgInfo) bool { return a != nil && (a.DType != "" || a.IsParam) }
 
 // fillHardware fills one hardware node's metadata.
-func fillHardware(mg *mase.MaseGraph, n *ir.Node, hw *ir.Hardware, maxPar []int) error {
+func fillHardware(mg *ir.MaseGraph, n *ir.Node, hw *ir.Hardware, maxPar []int) error {
 	op := n.Meta.Common.MaseOp
 	comp, ok := hardwareComponents[op]
 	if !ok {
@@ -447,7 +446,7 @@ type VerilogParam struct {
 // DATA_IN_* come only from the input node and DATA_OUT_* only from the
 // output node, so DATA_IN_0_TENSOR_SIZE_DIM_0 is 4. The count is the same
 // for the lab's MLP: 24 (fc1) + 13 (relu) + 6 + 6 = 49.
-func TopVerilogParams(mg *mase.MaseGraph) ([]VerilogParam, error) {
+func TopVerilogParams(mg *ir.MaseGraph) ([]VerilogParam, error) {
 	var out []VerilogParam
 	for _, n := range mg.Graph.Nodes() {
 		if n.Meta == nil || n.Meta.Hardware.IsImplicit || n.Meta.Hardware.VerilogParam == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 )
@@ -356,7 +357,7 @@ func TestQuantizeLeakyMLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := []float32{0.5, -1, 2, -3}
-	out, err := fmg.Run(map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions(x, 1, 2, 2)})
+	out, err := execute.Run(fmg, map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions(x, 1, 2, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}

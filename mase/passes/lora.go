@@ -7,7 +7,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
@@ -36,7 +35,7 @@ type LoRAArgs struct {
 // frozen, with a trainable adapter: A random, B zero, so the graph's
 // outputs are unchanged until training moves B. It returns
 // {"replaced": [paths]} and logs each replacement as MASE does.
-func InsertLoRA(mg *mase.MaseGraph, args LoRAArgs) (*mase.MaseGraph, Info, error) {
+func InsertLoRA(mg *ir.MaseGraph, args LoRAArgs) (*ir.MaseGraph, Info, error) {
 	var match *regexp.Regexp
 	if args.Match != "" {
 		var err error
@@ -84,7 +83,7 @@ func InsertLoRA(mg *mase.MaseGraph, args LoRAArgs) (*mase.MaseGraph, Info, error
 // W' = W + (α/r)·B·A and the same bias (MASE's
 // fuse_lora_weights_transform_pass, which also drops the bias; we keep it).
 // Outputs are unchanged up to float rounding. It returns {"fused": [paths]}.
-func FuseLoRA(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+func FuseLoRA(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	var fused []string
 	for _, n := range mg.Graph.Nodes() {
 		if n.Op != ir.CallModule {
@@ -139,7 +138,7 @@ func isAdapter(name string) bool {
 }
 
 // mustModule returns the module a call_module node calls, or nil.
-func mustModule(mg *mase.MaseGraph, n *ir.Node) nn.Module {
+func mustModule(mg *ir.MaseGraph, n *ir.Node) nn.Module {
 	m, _ := mg.Model.Module(n.Target)
 	return m
 }
@@ -176,7 +175,7 @@ type TrainableRow struct {
 // the real totals. (MASE's report_trainable_parameters_analysis_pass sums
 // its rows instead, counting nested modules several times: it prints
 // 14,480,258 for bert-tiny's 4,386,178 parameters.)
-func ReportTrainableParameters(mg *mase.MaseGraph) ([]TrainableRow, Info) {
+func ReportTrainableParameters(mg *ir.MaseGraph) ([]TrainableRow, Info) {
 	params := mg.Model.Parameters()
 	var rows []TrainableRow
 	for _, nm := range mg.Model.Modules() {

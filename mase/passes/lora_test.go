@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
@@ -26,7 +27,7 @@ func fullBatch() map[string]*tensors.Tensor {
 
 func logits(t *testing.T, mg *mase.MaseGraph) []float32 {
 	t.Helper()
-	out, err := mg.Run(fullBatch())
+	out, err := execute.Run(mg, fullBatch())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
@@ -23,7 +22,7 @@ type Info map[string]any
 
 // InitMetadata attaches empty metadata to every node
 // (init_metadata_analysis_pass).
-func InitMetadata(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+func InitMetadata(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	for _, n := range mg.Graph.Nodes() {
 		n.Meta = ir.NewMeta()
 	}
@@ -44,7 +43,7 @@ type CommonMetadataArgs struct {
 // node's args and results: type, precision, shape (and value with
 // AddValue). Module parameters are listed after the data inputs, 1-D ones
 // with shape [1, n] as MASE reports them.
-func AddCommonMetadata(mg *mase.MaseGraph, args CommonMetadataArgs) (*mase.MaseGraph, Info, error) {
+func AddCommonMetadata(mg *ir.MaseGraph, args CommonMetadataArgs) (*ir.MaseGraph, Info, error) {
 	if args.DummyIn == nil {
 		return nil, nil, fmt.Errorf("add_common_metadata: dummy_in must be provided (one tensor per input: %v)", mg.InputNames)
 	}
@@ -66,7 +65,7 @@ func AddCommonMetadata(mg *mase.MaseGraph, args CommonMetadataArgs) (*mase.MaseG
 	if err != nil {
 		return nil, nil, err
 	}
-	run, err := execute.CompileOn(be, mg.Model, mg.Graph, execute.Mode{}, true)
+	run, err := execute.CompileOn(be, mg, execute.Mode{}, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("add_common_metadata: %w", err)
 	}
@@ -116,7 +115,7 @@ var argNames = map[string][]string{
 	"mul": {"other"}, "div": {"other"},
 }
 
-func recordArgs(mg *mase.MaseGraph, n *ir.Node, vals map[*ir.Node]any, addValue bool) error {
+func recordArgs(mg *ir.MaseGraph, n *ir.Node, vals map[*ir.Node]any, addValue bool) error {
 	c := &n.Meta.Common
 	c.Args, c.Results = &ir.ArgMap{}, &ir.ArgMap{}
 	if n.Op == ir.Placeholder {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/kernels/mxint8"
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
@@ -123,7 +122,7 @@ type packJob struct {
 // nodes' metadata, when present, records weight and bias as type
 // "mxint8", precision [8, group_size]. The MaseGraph is modified in place
 // and returned.
-func PackLinears(mg *mase.MaseGraph, opts PackOptions) (*mase.MaseGraph, PackReport, error) {
+func PackLinears(mg *ir.MaseGraph, opts PackOptions) (*ir.MaseGraph, PackReport, error) {
 	if mg == nil || mg.Model == nil || mg.Graph == nil {
 		return nil, PackReport{}, fmt.Errorf("pack linears: the MaseGraph, its Graph and its Model must be set")
 	}

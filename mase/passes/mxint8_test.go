@@ -14,6 +14,7 @@ import (
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
@@ -69,7 +70,7 @@ func inputIDs() map[string]*tensors.Tensor {
 // run executes mg and returns its outputs as float32 slices.
 func run(t *testing.T, mg *mase.MaseGraph) [][]float32 {
 	t.Helper()
-	outs, err := mg.Run(inputIDs())
+	outs, err := execute.Run(mg, inputIDs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestPackErrorsAPI(t *testing.T) {
 	if _, err := nn.ReadPacked(mg.Model, "classifier", "bias"); err == nil || !strings.Contains(err.Error(), "has no buffer classifier.bias_mantissas") {
 		t.Errorf("unset buffer: %v", err)
 	}
-	if _, err := mg.Run(inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by passes.PackLinears or nn.SetPacked") {
+	if _, err := execute.Run(mg, inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by passes.PackLinears or nn.SetPacked") {
 		t.Errorf("running with unset buffers: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -166,7 +167,7 @@ func TestDropoutCountEraseAndRemove(t *testing.T) {
 	}
 
 	ids := map[string]*tensors.Tensor{"input_ids": tensors.FromValue(dummyIDs)}
-	before, err := mg.Run(ids)
+	before, err := execute.Run(mg, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestDropoutCountEraseAndRemove(t *testing.T) {
 	if err := mg.Graph.Lint(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := mg.Run(ids)
+	after, err := execute.Run(mg, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestBertTopologyFollowsInputs(t *testing.T) {
 			mask[i][j] = 1
 		}
 	}
-	out, err := full.Run(map[string]*tensors.Tensor{"input_ids": tensors.FromValue(dummyIDs),
+	out, err := execute.Run(full, map[string]*tensors.Tensor{"input_ids": tensors.FromValue(dummyIDs),
 		"attention_mask": tensors.FromValue(mask), "labels": tensors.FromValue([]int32{1, 0})})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 )
 
@@ -23,7 +23,7 @@ const (
 // it found.
 type PipelinePass struct {
 	Name string
-	Run  func(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, error)
+	Run  func(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error)
 }
 
 // Pipeline runs passes in order, each with its own argument (MASE's
@@ -45,7 +45,7 @@ type Pipeline struct {
 // arguments is an error unless they are skipped.
 func CompressionPipeline() *Pipeline {
 	return &Pipeline{Passes: []PipelinePass{
-		{Name: InitMetadataPass, Run: func(mg *mase.MaseGraph, _ any) (*mase.MaseGraph, Info, error) { return InitMetadata(mg) }},
+		{Name: InitMetadataPass, Run: func(mg *ir.MaseGraph, _ any) (*ir.MaseGraph, Info, error) { return InitMetadata(mg) }},
 		{Name: AddCommonMetadataPass, Run: runAddCommonMetadata},
 		{Name: QuantizeTransformPass, Run: runQuantizeTransform},
 		{Name: PruneTransformPass, Run: runPruneTransform},
@@ -66,7 +66,7 @@ func (p *Pipeline) Names() []string {
 // Every key of args and every name in skip must be one of the pipeline's
 // passes, so a misspelt name is an error rather than silently ignored.
 // A pass that fails stops the pipeline; the error names it.
-func (p *Pipeline) Run(mg *mase.MaseGraph, args map[string]any, skip ...string) (*mase.MaseGraph, map[string]Info, error) {
+func (p *Pipeline) Run(mg *ir.MaseGraph, args map[string]any, skip ...string) (*ir.MaseGraph, map[string]Info, error) {
 	names := p.Names()
 	for k := range args {
 		if !slices.Contains(names, k) {
@@ -92,7 +92,7 @@ func (p *Pipeline) Run(mg *mase.MaseGraph, args map[string]any, skip ...string) 
 	return mg, infos, nil
 }
 
-func runAddCommonMetadata(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, error) {
+func runAddCommonMetadata(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
 	switch a := arg.(type) {
 	case nil:
 		dummy, err := models.DummyInput(mg.Model, mg.InputNames, 0)
@@ -109,7 +109,7 @@ func runAddCommonMetadata(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, e
 	}
 }
 
-func runQuantizeTransform(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, error) {
+func runQuantizeTransform(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
 	switch a := arg.(type) {
 	case nil:
 		return nil, nil, fmt.Errorf("no arguments: give a QuantizeArgs or a MASE config map, or skip the pass")
@@ -128,7 +128,7 @@ func runQuantizeTransform(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, e
 	}
 }
 
-func runPruneTransform(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, error) {
+func runPruneTransform(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
 	switch a := arg.(type) {
 	case nil:
 		return nil, nil, fmt.Errorf("no arguments: give a PruneArgs or a MASE config map, or skip the pass")

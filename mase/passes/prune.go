@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -123,7 +122,7 @@ const MaskSuffix = "_mask"
 // (whose weight is "linear.weight", beside a dense adapter) is not.
 // Each pruned module is logged as "Pruning module: <node name>". Compile
 // the graph (or create the trainer) after this pass.
-func PruneTransform(mg *mase.MaseGraph, args PruneArgs) (*mase.MaseGraph, Info, error) {
+func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, error) {
 	if args.Weight == nil && args.Activation == nil {
 		return nil, nil, fmt.Errorf("prune: nothing to do: give a weight and/or an activation configuration")
 	}
@@ -324,7 +323,7 @@ type target struct {
 
 // prunableModules lists the Linear-like modules the graph calls, in graph
 // order, each once (at its first call).
-func prunableModules(mg *mase.MaseGraph) []target {
+func prunableModules(mg *ir.MaseGraph) []target {
 	var out []target
 	seen := map[string]bool{}
 	for _, n := range mg.Graph.Nodes() {
@@ -656,7 +655,7 @@ type SparsityRow struct {
 // calls, the zeros of its effective weight (mask ⊙ W for pruned modules):
 // the sparsity actually reached, e.g. after pruning and fine-tuning.
 // Info holds the totals over those modules: "zeros", "total", "sparsity".
-func ReportWeightSparsity(mg *mase.MaseGraph) ([]SparsityRow, Info, error) {
+func ReportWeightSparsity(mg *ir.MaseGraph) ([]SparsityRow, Info, error) {
 	be, err := backend.Default()
 	if err != nil {
 		return nil, nil, err
@@ -689,7 +688,7 @@ func ReportWeightSparsity(mg *mase.MaseGraph) ([]SparsityRow, Info, error) {
 // remove_parametrizations with leave_parametrized=True). The activation
 // hooks are kept. It returns {"baked": [module paths]}; pruned weights no
 // longer stay zero in later training.
-func BakePruneMasks(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error) {
+func BakePruneMasks(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	be, err := backend.Default()
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
@@ -240,7 +241,7 @@ func TestPruneActivations(t *testing.T) {
 		eye[i*9] = 1
 	}
 	run := func(mg *mase.MaseGraph, x *tensors.Tensor) []float32 {
-		out, err := mg.Run(map[string]*tensors.Tensor{"x": x})
+		out, err := execute.Run(mg, map[string]*tensors.Tensor{"x": x})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +336,7 @@ func TestPruneLinearLikeAndRepeat(t *testing.T) {
 	if _, _, err := passes.PruneTransform(mg, passes.PruneArgs{Weight: &passes.PruneConfig{Sparsity: 0.3, Method: "l1-norm"}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := mg.Run(map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 1, 4)})
+	out, err := execute.Run(mg, map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions([]float32{1, 1, 1, 1}, 1, 4)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +522,7 @@ func TestBakePruneMasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions([]float32{1, 2, 3, 4}, 1, 4)}
-	before, err := mg.Run(x)
+	before, err := execute.Run(mg, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +539,7 @@ func TestBakePruneMasks(t *testing.T) {
 	if len(mg.Model.Buffers()) != 0 || mg.Model.IsParametrized("fc0", "") {
 		t.Error("masks left after baking")
 	}
-	after, err := mg.Run(x)
+	after, err := execute.Run(mg, x)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/quant"
@@ -41,7 +40,7 @@ import (
 // package rtl's. A non-fixed-point format for an activation is an error.
 //
 // It returns {"quantized": [module paths], "types": {class: count}}.
-func QuantizeTransform(mg *mase.MaseGraph, args QuantizeArgs) (*mase.MaseGraph, Info, error) {
+func QuantizeTransform(mg *ir.MaseGraph, args QuantizeArgs) (*ir.MaseGraph, Info, error) {
 	if err := args.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -269,7 +268,7 @@ type QuantizeSummaryRow struct {
 
 // QuantizeSummary tallies the graph's call_module nodes by op and module
 // class, so a notebook can show e.g. "linear: 14 LinearInteger".
-func QuantizeSummary(mg *mase.MaseGraph) []QuantizeSummaryRow {
+func QuantizeSummary(mg *ir.MaseGraph) []QuantizeSummaryRow {
 	rows := map[string]*QuantizeSummaryRow{}
 	for _, n := range mg.Graph.Nodes() {
 		if n.Op != ir.CallModule {

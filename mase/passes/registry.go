@@ -5,11 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 )
 
 // Simple is a pass that takes no arguments besides the graph.
-type Simple func(mg *mase.MaseGraph) (*mase.MaseGraph, Info, error)
+type Simple func(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error)
 
 // simple lists the argument-free passes by their MASE-style names (the
 // CLI's --pass values).
@@ -67,7 +67,7 @@ func StepByName(name string) (PipelinePass, error) {
 // runAddHardwareMetadata runs AddHardwareMetadata with a HardwareArgs, a
 // MASE pass_args map (ParseHardwareArgs) or nothing (the lab's
 // parallelism 4).
-func runAddHardwareMetadata(mg *mase.MaseGraph, arg any) (*mase.MaseGraph, Info, error) {
+func runAddHardwareMetadata(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
 	switch a := arg.(type) {
 	case nil:
 		return AddHardwareMetadata(mg, HardwareArgs{})

@@ -13,9 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/hub"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/trace"
 	"github.com/gomlx/gomlx/core/tensors"
 )
 
@@ -47,12 +48,12 @@ func flat(rows [][]int32) []int32 { return slices.Concat(rows...) }
 func checkLogits(t *testing.T, m *nn.Model, fixture string, tol float64) {
 	t.Helper()
 	e := readExpected(t, fixture)
-	mg, err := mase.NewMaseGraph(m, []string{"input_ids", "attention_mask"})
+	mg, err := trace.NewMaseGraph(m, []string{"input_ids", "attention_mask"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, l := len(e.InputIDs), len(e.InputIDs[0])
-	out, err := mg.Run(map[string]*tensors.Tensor{
+	out, err := execute.Run(mg, map[string]*tensors.Tensor{
 		"input_ids":      tensors.FromFlatDataAndDimensions(flat(e.InputIDs), b, l),
 		"attention_mask": tensors.FromFlatDataAndDimensions(flat(e.AttentionMask), b, l),
 	})

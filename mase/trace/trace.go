@@ -161,3 +161,19 @@ func (t *Tracer) add(op ir.OpKind, name, target string, args []any, kwargs map[s
 	}
 	return n
 }
+
+// NewMaseGraph traces model with the given inputs (nil: the model's
+// defaults; for HuggingFace models that is input_ids only, as in MASE) and
+// returns the graph with its model. Package mase re-exports it.
+func NewMaseGraph(model *nn.Model, inputNames []string) (*ir.MaseGraph, error) {
+	g, err := Trace(model, inputNames)
+	if err != nil {
+		return nil, err
+	}
+	if inputNames == nil {
+		for _, p := range g.Placeholders() {
+			inputNames = append(inputNames, p.Target)
+		}
+	}
+	return &ir.MaseGraph{Graph: g, Model: model, InputNames: inputNames}, nil
+}

@@ -37,7 +37,7 @@ func referenceStep(t *testing.T, mg *mase.MaseGraph, cfg Config) *model.Exec {
 		for i, name := range names {
 			byName[name] = ins[i]
 		}
-		vals, err := execute.Build(g, scope, mg.Model, mg.Graph, byName, execute.Mode{Training: true})
+		vals, err := execute.Build(g, scope, mg, byName, execute.Mode{Training: true})
 		if err != nil {
 			panic(err)
 		}

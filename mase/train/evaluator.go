@@ -9,9 +9,9 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
 
@@ -21,7 +21,7 @@ import (
 // numbers, so an evaluation moves no logits to the host; rows labelled
 // nn.IgnoreIndex (a padded batch's padding rows) are left out.
 type Evaluator struct {
-	mg       *mase.MaseGraph
+	mg       *ir.MaseGraph
 	inputs   []string
 	exec     *model.Exec
 	compiled compileTracker
@@ -29,7 +29,7 @@ type Evaluator struct {
 
 // NewEvaluator prepares the evaluation of mg on the default backend; its
 // executables are compiled on first use, one per batch shape.
-func NewEvaluator(mg *mase.MaseGraph) (*Evaluator, error) {
+func NewEvaluator(mg *ir.MaseGraph) (*Evaluator, error) {
 	e := &Evaluator{mg: mg}
 	var err error
 	if e.inputs, err = lossGraphInputs(mg); err != nil {
@@ -57,7 +57,7 @@ func (e *Evaluator) metricsGraph(scope *model.Scope, ins []*graph.Node) []*graph
 	for i, name := range e.inputs {
 		byName[name] = ins[i]
 	}
-	vals, err := execute.Build(g, scope, e.mg.Model, e.mg.Graph, byName, execute.Mode{})
+	vals, err := execute.Build(g, scope, e.mg, byName, execute.Mode{})
 	if err != nil {
 		panic(err)
 	}
@@ -135,7 +135,7 @@ func (e *Evaluator) Close() { e.exec.Finalize() }
 
 // EvaluateGraph evaluates mg once over the batches (NewEvaluator,
 // Evaluate, Close).
-func EvaluateGraph(mg *mase.MaseGraph, batches Batches) (Metrics, error) {
+func EvaluateGraph(mg *ir.MaseGraph, batches Batches) (Metrics, error) {
 	e, err := NewEvaluator(mg)
 	if err != nil {
 		return Metrics{}, err
@@ -146,7 +146,7 @@ func EvaluateGraph(mg *mase.MaseGraph, batches Batches) (Metrics, error) {
 
 // lossGraphInputs checks that mg outputs (loss, logits) and takes labels,
 // and returns its inputs in placeholder order.
-func lossGraphInputs(mg *mase.MaseGraph) ([]string, error) {
+func lossGraphInputs(mg *ir.MaseGraph) ([]string, error) {
 	out := mg.Graph.OutputNode()
 	if out == nil {
 		return nil, fmt.Errorf("train: graph has no output")

@@ -42,7 +42,7 @@ func lossAndGrads(t *testing.T, mg *mase.MaseGraph, b Batch, fusion bool) [][]fl
 		for i, n := range names {
 			byName[n] = ins[i]
 		}
-		vals, err := execute.Build(ins[0].Graph(), scope, mg.Model, mg.Graph, byName, execute.Mode{Training: true})
+		vals, err := execute.Build(ins[0].Graph(), scope, mg, byName, execute.Mode{Training: true})
 		if err != nil {
 			panic(err)
 		}

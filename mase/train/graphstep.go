@@ -13,8 +13,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 )
 
 // optimizerScope is where the graph trainer keeps its state in the
@@ -33,14 +33,14 @@ const optimizerScope = "/gomase_optimizer"
 // trainer reads only when it logs; each step returns its loss and gradient
 // norm as device scalars.
 type graphStep struct {
-	mg     *mase.MaseGraph
+	mg     *ir.MaseGraph
 	cfg    Config
 	inputs []string
 	exec   *model.Exec
 	steps  int // optimizer steps taken (AdamW's t)
 }
 
-func newGraphStep(be compute.Backend, mg *mase.MaseGraph, cfg Config, inputs []string) (*graphStep, error) {
+func newGraphStep(be compute.Backend, mg *ir.MaseGraph, cfg Config, inputs []string) (*graphStep, error) {
 	s := &graphStep{mg: mg, cfg: cfg, inputs: inputs}
 	var err error
 	if s.exec, err = model.NewExec(be, mg.Model.Store, s.graph); err != nil {
@@ -70,7 +70,7 @@ func (s *graphStep) graph(scope *model.Scope, ins []*graph.Node) []*graph.Node {
 		byName[name] = ins[i]
 	}
 	hyper := ins[len(s.inputs)]
-	vals, err := execute.Build(g, scope, s.mg.Model, s.mg.Graph, byName, execute.Mode{Training: true})
+	vals, err := execute.Build(g, scope, s.mg, byName, execute.Mode{Training: true})
 	if err != nil {
 		panic(err)
 	}

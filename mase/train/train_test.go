@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 )
 
@@ -164,7 +165,7 @@ func TestTrainingLearnsAndFreezes(t *testing.T) {
 		t.Error("a trainable parameter did not change")
 	}
 	// Evaluating through a fresh compilation of the graph sees the trained weights.
-	out, err := mg.Run(test[0])
+	out, err := execute.Run(mg, test[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
@@ -39,7 +38,7 @@ type Batches = iter.Seq2[Batch, error]
 // and optimizer state resident on the device (graphStep: what a GPU
 // needs). By default the choice follows the backend.
 type Trainer struct {
-	mg     *mase.MaseGraph
+	mg     *ir.MaseGraph
 	cfg    Config
 	kind   string // FusedTrainer or GraphTrainer
 	inputs []string
@@ -76,7 +75,7 @@ func TrainerFor(be compute.Backend) string {
 // the Freeze prefixes (others keep their state: see SetFrozen, Unfreeze)
 // and compiles the training step lazily on first use, one executable per
 // batch shape. Close frees what it holds.
-func New(mg *mase.MaseGraph, cfg Config) (*Trainer, error) {
+func New(mg *ir.MaseGraph, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -192,7 +191,7 @@ func (t *Trainer) stepGraph(scope *model.Scope, ins []*graph.Node) []*graph.Node
 	for i, name := range t.inputs {
 		byName[name] = ins[i]
 	}
-	vals, err := execute.Build(g, scope, t.mg.Model, t.mg.Graph, byName, execute.Mode{Training: true})
+	vals, err := execute.Build(g, scope, t.mg, byName, execute.Mode{Training: true})
 	if err != nil {
 		panic(err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -135,7 +136,7 @@ g.MustAddNode(ir.Output, "output", "output", []any{[]any{asFunction, asMethod, a
 mg := &mase.MaseGraph{Graph: g, Model: model, InputNames: []string{"t"}}
 
 in := map[string]*tensors.Tensor{"t": tensors.FromValue([]float32{-2, -0.5, 0, 1.5})}
-out, err := mg.Run(in)
+out, err := execute.Run(mg, in)
 must(err)
 mg, _, err = passes.InitMetadata(mg)
 must(err)
@@ -232,7 +233,7 @@ in eval mode, the logits on the dummy input are unchanged.
 code("""
 %%
 mg := tracedBert()
-before, err := mg.Run(dummyInput())
+before, err := execute.Run(mg, dummyInput())
 must(err)
 mg, info, err := passes.RemoveDropout(mg)
 must(err)
@@ -241,7 +242,7 @@ _, info, err = passes.CountDropout(mg)
 must(err)
 fmt.Println("dropout count after the transform:", info["dropout_count"])
 must(mg.Graph.Lint())
-after, err := mg.Run(dummyInput())
+after, err := execute.Run(mg, dummyInput())
 must(err)
 fmt.Println("logits before:", before[0])
 fmt.Println("logits after: ", after[0])
@@ -268,9 +269,9 @@ path := filepath.Join(dir, "tutorial_1")
 must(checkpoint.Export(path, mg, checkpoint.Spec{Model: "bert-tiny", Seed: seed}))
 back, err := checkpoint.Import(path)
 must(err)
-a, err := mg.Run(dummyInput())
+a, err := execute.Run(mg, dummyInput())
 must(err)
-b, err := back.Run(dummyInput())
+b, err := execute.Run(back, dummyInput())
 must(err)
 fmt.Println("exported to", path+".safetensors", "and", path+".json")
 fmt.Println("reloaded:", back.Summary())

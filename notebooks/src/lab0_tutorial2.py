@@ -41,6 +41,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/labsetup"
 	"github.com/gomase/gomase/mase/models"
@@ -271,11 +272,11 @@ for b, err := range finetune.EpochBatches(testData, batchOpts(false))(0) {
 	probe = b
 	break
 }
-unfusedOut, err := mg.Run(probe)
+unfusedOut, err := execute.Run(mg, probe)
 must(err)
 mg, _, err = passes.FuseLoRA(mg)
 must(err)
-fusedOut, err := mg.Run(probe)
+fusedOut, err := execute.Run(mg, probe)
 must(err)
 a, b := unfusedOut[1].Value().([][]float32), fusedOut[1].Value().([][]float32)
 maxDiff := 0.0

@@ -13,8 +13,8 @@ BERT's Linear layers saves in memory.
 | MASE (PyTorch) | gomase (Go) |
 |---|---|
 | `get_model("resnet18", pretrained=True, ...)` | `models.NewResNet18(1000, seed)` (random weights), `models.NewBertTiny(seed)`; `trace.Trace` |
-| `opt_model = torch.compile(model)` | `compileopt.NewCompiled(be, m, g, mode, compileopt.Names())`: the compiled-mode rewrites, then one GoMLX computation (or compiled segments around our Go kernels), compiled on the first call per input shape |
-| `model(x)` in eager PyTorch | `execute.NewEager(m, g, mode)`: node by node, one small cached executable per node |
+| `opt_model = torch.compile(model)` | `compileopt.NewCompiled(be, mg, mode, compileopt.Names())`: the compiled-mode rewrites, then one GoMLX computation (or compiled segments around our Go kernels), compiled on the first call per input shape |
+| `model(x)` in eager PyTorch | `execute.NewEager(mg, mode)`: node by node, one small cached executable per node |
 | `time_model(fn, n, device)` (mean of n calls, no warm-up) | `perf.Compare(...)`: `LabMean[n]`, `LabCurve()` for every n, first call, steady mean/median/p5/p99, `Speedup`, `BreakEven` |
 | `ScaledDotProductAttention` (`q @ kᵀ * scale`, `softmax`, `@ v`) | `sdpa.Naive`, `sdpa.NaiveFloat16` |
 | `F.scaled_dot_product_attention` | `sdpa.Fused`, `sdpa.FusedFloat16` (tiled over keys, online softmax, AVX-512/AVX2) |
@@ -157,19 +157,19 @@ code(r"""
 // compareModes times m (traced with the given inputs) compiled and eager with perf.Compare, then shows the timing
 // table, the lab's figure for every n, and what the numbers say about the lab's question.
 func compareModes(workload string, m *nn.Model, traced []string, inputs map[string]*tensors.Tensor, iters []int, warmup int) {
-	g := must1(trace.Trace(m, traced))
+	mg := must1(trace.NewMaseGraph(m, traced))
 	must1(backend.Default()) // start the backend now, so that its start is not charged to the first compiled call
 	be := must1(backend.Default())
 	newRunner := func(mode string) (execute.Runner, error) {
 		if mode == perf.Compiled {
-			// Compiled mode rewrites its own trace; eager runs g as traced.
-			r, rep, err := compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, compileopt.Names())
+			// Compiled mode rewrites its own trace; eager runs mg as traced.
+			r, rep, err := compileopt.NewCompiled(be, must1(trace.NewMaseGraph(m, traced)), execute.Mode{}, compileopt.Names())
 			if err == nil {
 				fmt.Println("compiled-mode rewrites:", rep)
 			}
 			return r, err
 		}
-		return execute.NewEager(m, g, execute.Mode{})
+		return execute.NewEager(mg, execute.Mode{})
 	}
 	c := must1(perf.Compare(workload, newRunner, inputs, perf.Options{Iters: iters, Warmup: warmup,
 		Progress: func(mode string, calls int) { fmt.Printf("%s: timing %d calls\n", mode, calls) }}))
@@ -351,14 +351,14 @@ type config struct {
 	rep  string
 }
 compiled := func(name string, selected []string) config {
-	r, rep := must2(compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, selected))
+	r, rep := must2(compileopt.NewCompiled(be, must1(trace.NewMaseGraph(m, traced)), execute.Mode{}, selected))
 	return config{name, r, rep.String()}
 }
 var configs []config
-configs = append(configs, config{"eager (as traced)", must1(execute.NewEager(m, must1(trace.Trace(m, traced)), execute.Mode{})), "no rewrites"})
-rewritten := must1(trace.Trace(m, traced))
-rep := must1(compileopt.Optimize(m, rewritten, execute.Mode{}, compileopt.Names()))
-configs = append(configs, config{"eager on the rewritten graph", must1(execute.NewEager(m, rewritten, execute.Mode{})), rep.String()})
+configs = append(configs, config{"eager (as traced)", must1(execute.NewEager(must1(trace.NewMaseGraph(m, traced)), execute.Mode{})), "no rewrites"})
+rewritten := must1(trace.NewMaseGraph(m, traced))
+rep := must1(compileopt.Optimize(rewritten, execute.Mode{}, compileopt.Names()))
+configs = append(configs, config{"eager on the rewritten graph", must1(execute.NewEager(rewritten, execute.Mode{})), rep.String()})
 configs = append(configs, compiled("compiled, every rewrite", compileopt.Names()))
 configs = append(configs, compiled("compiled, no rewrite", nil))
 for _, name := range compileopt.Names() {
@@ -431,10 +431,10 @@ for i := range ids {
 	ids[i] = int32(1000 + (i*7919)%29000)
 }
 inputs := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}
-eager := must1(execute.NewEager(m, mg.Graph, execute.Mode{}))
+eager := must1(execute.NewEager(mg, execute.Mode{}))
 others := []string{compileopt.DeadCode, compileopt.RemoveDropout, compileopt.SDPAKernel, compileopt.GELUKernel}
-with, repWith := must2(compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, compileopt.Names()))
-without, repWithout := must2(compileopt.NewCompiled(be, m, must1(trace.Trace(m, traced)), execute.Mode{}, others))
+with, repWith := must2(compileopt.NewCompiled(be, must1(trace.NewMaseGraph(m, traced)), execute.Mode{}, compileopt.Names()))
+without, repWithout := must2(compileopt.NewCompiled(be, must1(trace.NewMaseGraph(m, traced)), execute.Mode{}, others))
 warm, calls := 2, labsetup.ByScale(8, 30, 30)
 times := must1(perf.TimeInterleaved([]execute.Runner{eager, without, with}, inputs, warm+calls))
 e, wo, w := median(times[0][warm:]), median(times[1][warm:]), median(times[2][warm:])
