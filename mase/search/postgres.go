@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,10 @@ type PostgresStorage struct {
 	self   owner  // this process; a test may pretend to be on another host
 	id     string // random: marks the trials this storage created, for its heartbeat
 
-	beatMu   sync.Mutex // serialises SetHeartbeat and Close
+	beatMu     sync.Mutex // serialises SetHeartbeat and Close
+	keptMu     sync.Mutex
+	keptTrials map[string]*pgKept // finished trials read, by study name
+
 	mu       sync.Mutex
 	closed   bool
 	interval time.Duration // heartbeat interval; 0: off
@@ -552,7 +556,7 @@ func (p *PostgresStorage) finishTrial(study string, number int, state TrialState
 			WHERE study_id = $1 AND number = $2`, id, number, state.String(), stored, msg, now); err != nil {
 			return err
 		}
-		ts, err := loadTrials(ctx, tx, id, number)
+		ts, err := loadTrials(ctx, tx, id, " AND number = $2", number)
 		if err != nil {
 			return err
 		}
@@ -565,6 +569,9 @@ func (p *PostgresStorage) finishTrial(study string, number int, state TrialState
 	return ft, err
 }
 
+// trials reads the study's trials. Finished trials never change, so those
+// read once are kept (per study id) and only the others are read again: the
+// trials from the first one not kept on, less those kept after it.
 func (p *PostgresStorage) trials(study string) ([]FrozenTrial, error) {
 	var out []FrozenTrial
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
@@ -576,20 +583,87 @@ func (p *PostgresStorage) trials(study string) ([]FrozenTrial, error) {
 		if err != nil {
 			return err
 		}
-		out, err = loadTrials(ctx, tx, id, -1)
-		return err
+		kept, from, skip := p.kept(study, id)
+		fresh, err := loadTrials(ctx, tx, id, " AND number >= $2 AND NOT (number = ANY($3))", from, skip)
+		if err != nil {
+			return err
+		}
+		p.keep(study, id, fresh)
+		out = make([]FrozenTrial, 0, len(kept)+len(fresh))
+		i := 0
+		for _, ft := range fresh { // merge two lists in number order
+			for i < len(kept) && kept[i].Number < ft.Number {
+				out = append(out, kept[i])
+				i++
+			}
+			out = append(out, ft)
+		}
+		out = append(out, kept[i:]...)
+		return nil
 	})
 	return out, err
 }
 
-// loadTrials reads the trials of a study in number order: all of them, or
-// the one numbered only when only ≥ 0.
-func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, only int) ([]FrozenTrial, error) {
-	filter := ""
-	args := []any{studyID}
-	if only >= 0 {
-		filter, args = " AND number = $2", append(args, only)
+// pgKept are the finished trials of a study that a storage has read.
+type pgKept struct {
+	id     int64
+	trials map[int]FrozenTrial
+	from   int // the lowest number not kept
+}
+
+// kept returns the kept trials of a study in number order, the lowest
+// number not kept, and the numbers kept above it.
+func (p *PostgresStorage) kept(study string, id int64) ([]FrozenTrial, int, []int32) {
+	p.keptMu.Lock()
+	defer p.keptMu.Unlock()
+	k := p.keptTrials[study]
+	if k == nil || k.id != id { // new, or the study was deleted and made again
+		return nil, 0, []int32{}
 	}
+	out := make([]FrozenTrial, 0, len(k.trials))
+	skip := []int32{}
+	for n := range k.from {
+		out = append(out, k.trials[n])
+	}
+	for n, ft := range k.trials {
+		if n > k.from {
+			out = append(out, ft)
+			skip = append(skip, int32(n))
+		}
+	}
+	slices.SortFunc(out[k.from:], func(a, b FrozenTrial) int { return a.Number - b.Number })
+	return out, k.from, skip
+}
+
+// keep adds the finished trials among ts to the kept ones.
+func (p *PostgresStorage) keep(study string, id int64, ts []FrozenTrial) {
+	p.keptMu.Lock()
+	defer p.keptMu.Unlock()
+	if p.keptTrials == nil {
+		p.keptTrials = map[string]*pgKept{}
+	}
+	k := p.keptTrials[study]
+	if k == nil || k.id != id {
+		k = &pgKept{id: id, trials: map[int]FrozenTrial{}}
+		p.keptTrials[study] = k
+	}
+	for _, ft := range ts {
+		if ft.State.IsFinished() {
+			k.trials[ft.Number] = ft
+		}
+	}
+	for {
+		if _, ok := k.trials[k.from]; !ok {
+			break
+		}
+		k.from++
+	}
+}
+
+// loadTrials reads the trials of a study that filter (SQL on number, its
+// parameters from $2 on) selects, in number order.
+func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, filterArgs ...any) ([]FrozenTrial, error) {
+	args := append([]any{studyID}, filterArgs...)
 	rows, err := tx.Query(ctx, `SELECT number, state, value, message, recovered, started, finished
 		FROM gomase_trials WHERE study_id = $1`+filter+` ORDER BY number`, args...)
 	if err != nil {

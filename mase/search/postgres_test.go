@@ -280,6 +280,70 @@ func TestPostgresStudyTPE(t *testing.T) {
 	checkNumbers(t, s2.storage, "tpe", 45)
 }
 
+// TestPostgresKeptTrials: a storage keeps the finished trials it has read,
+// and still sees what other storages change: trials finished out of order,
+// parameters of running trials, a study deleted and created again.
+func TestPostgresKeptTrials(t *testing.T) {
+	u := pgDatabase(t)
+	a, b := openPG(t, u), openPG(t, u)
+	if _, _, err := a.createStudy("k", Minimize); err != nil {
+		t.Fatal(err)
+	}
+	states := func(s Storage) string {
+		t.Helper()
+		ts, err := s.trials("k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for i, tr := range ts {
+			if tr.Number != i {
+				t.Fatalf("trials()[%d] is trial %d", i, tr.Number)
+			}
+			out += tr.State.String()[:1] + fmt.Sprint(len(tr.Params))
+		}
+		return out
+	}
+	fd := FloatDistribution{Low: 0, High: 1}
+	for range 4 {
+		if _, _, err := b.createTrial("k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []int{0, 2} {
+		if _, err := b.finishTrial("k", n, Complete, 1, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := states(a); got != "c0r0c0r0" {
+		t.Fatalf("states %s", got)
+	}
+	if k := a.keptTrials["k"]; k == nil || k.from != 1 || len(k.trials) != 2 {
+		t.Fatalf("kept %+v", k)
+	}
+	if err := errors.Join(b.setParam("k", 1, "x", 0.5, fd), b.setParam("k", 3, "x", 0.5, fd)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.finishTrial("k", 1, Pruned, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(a); got != "c0p1c0r1" {
+		t.Fatalf("states after changes elsewhere %s, want c0p1c0r1", got)
+	}
+	if got := states(openPG(t, u)); got != "c0p1c0r1" {
+		t.Fatalf("states read afresh %s", got)
+	}
+	if _, err := a.pool.Exec(context.Background(), "DELETE FROM gomase_studies WHERE name = 'k'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.createStudy("k", Minimize); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(a); got != "" {
+		t.Fatalf("states of the study made again %q, want none", got)
+	}
+}
+
 // TestPostgresHelperProcess is the child process of the multi-process tests.
 func TestPostgresHelperProcess(t *testing.T) {
 	u := os.Getenv("SEARCH_PG_URL")
@@ -597,3 +661,21 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+// BenchmarkPostgresTrials reads a study of 300 finished trials of 6
+// parameters, what a sampler does before each suggestion.
+func BenchmarkPostgresTrials(b *testing.B) {
+	p := openPG(b, pgDatabase(b))
+	s, err := NewStudy(Config{Name: "bench", Sampler: NewRandomSampler(1), Storage: p, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Optimize(context.Background(), mixedObjective(false, false), 300, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.trials("bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
