@@ -206,7 +206,7 @@ func OpenPostgres(rawURL string, logger *slog.Logger) (*PostgresStorage, error) 
 	}
 	if err := p.pool.Ping(ctx); err != nil {
 		p.pool.Close()
-		return nil, connectError(err, ctx, cc.Host, cc.Port, cc.User, cc.Database, secrets)
+		return nil, connectError(ctx, err, cc.Host, cc.Port, cc.User, cc.Database, secrets)
 	}
 	if err := p.migrate(ctx); err != nil {
 		p.pool.Close()
@@ -217,7 +217,7 @@ func OpenPostgres(rawURL string, logger *slog.Logger) (*PostgresStorage, error) 
 
 // connectError turns a failed first connection into one line naming the
 // server and what went wrong.
-func connectError(err error, ctx context.Context, host string, port uint16, user, db string, secrets []string) error {
+func connectError(ctx context.Context, err error, host string, port uint16, user, db string, secrets []string) error {
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -243,6 +243,12 @@ func connectError(err error, ctx context.Context, host string, port uint16, user
 		reason = err.Error()
 		if _, after, ok := strings.Cut(reason, "`: "); ok && strings.HasPrefix(reason, "failed to connect to `") {
 			reason = after
+		}
+		// pgx names the address tried, "host:port (host): ", which the message already says.
+		if rest, ok := strings.CutPrefix(reason, addr+" ("); ok {
+			if _, after, ok := strings.Cut(rest, "): "); ok {
+				reason = after
+			}
 		}
 	}
 	return fmt.Errorf("search: cannot connect to PostgreSQL at %s: %s", addr, oneLine(mask(reason, secrets)))

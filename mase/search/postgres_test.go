@@ -445,7 +445,7 @@ func TestPostgresProcessCrash(t *testing.T) {
 // trial whose process sends none is never failed from another host.
 func TestPostgresHeartbeat(t *testing.T) {
 	u := pgDatabase(t)
-	const interval = 200 * time.Millisecond
+	const interval = 250 * time.Millisecond
 	worker := openPG(t, u)
 	if err := worker.SetHeartbeat(interval); err != nil {
 		t.Fatal(err)
@@ -483,7 +483,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 	ts, _ := elsewhere.trials("hb")
 	got := ts[beating.Number()]
 	if got.State != Fail || !got.recovered || !strings.Contains(got.Message, "sent no heartbeat for") ||
-		!strings.Contains(got.Message, "one was due every 200ms") {
+		!strings.Contains(got.Message, "one was due every 250ms") {
 		t.Errorf("trial %d: %v %q", got.Number, got.State, got.Message)
 	}
 	if ts[quietTrial.Number()].State != Running {
