@@ -15,7 +15,8 @@ REPORTS ?= reports
 
 .PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker gpu-bundle
 
-## setup: install Jupyter (Debian), GoNB/goimports/gopls (pinned) and the "Go (gomase)" kernelspec; idempotent.
+## setup: install Jupyter, Chromium, the HDL tools and PostgreSQL (Debian; kernel/setup.sh's apt_packages), GoNB/goimports/gopls (pinned)
+##        and the "Go (gomase)" kernelspec; idempotent. The search storage tests run a private PostgreSQL server from Debian's binaries.
 setup:
 	bash kernel/setup.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kernel/setup.sh — install what the gomase notebooks need, and only what is missing:
-#   1. Jupyter (notebook, nbconvert, nbclient, console, ipykernel) and Chromium from Debian;
+#   1. Jupyter (notebook, nbconvert, nbclient, console, ipykernel), Chromium, the HDL tools and
+#      PostgreSQL (whose server binaries mase/search's storage tests run a private server with) from Debian;
 #   2. GoNB, goimports and gopls at the versions pinned in kernel/tools/go.mod and
 #      kernel/tools/gopls/go.mod, into $(go env GOPATH)/bin, and every module of the
 #      repository's go.mod into the module cache (the kernel builds offline);
@@ -18,7 +19,7 @@ say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. Debian packages
-apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator iverilog yosys tmux)
+apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator iverilog yosys tmux postgresql)
 
 pkg_installed() {
 	# Capture first: with pipefail, grep -q exiting early can fail the writer.

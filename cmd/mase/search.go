@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +25,7 @@ import (
 	"github.com/gomase/gomase/mase/ui/searchplot"
 )
 
-const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE] [--study NAME] [--seed S] [--quick] " +
+const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE|postgresql://...] [--study NAME] [--seed S] [--quick] " +
 	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
 	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
@@ -90,7 +91,8 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.space, "space", "", "search space: "+strings.Join(searchSpaces, ", ")+" (required)")
 	fs.StringVar(&f.sampler, "sampler", "tpe", "sampler: random, grid or tpe")
 	fs.IntVar(&f.trials, "trials", 10, "finish the study with this many complete trials, counting those already in --storage (grid: at most the grid's size)")
-	fs.StringVar(&f.storage, "storage", "", "journal file that keeps the study; a killed search started again with it resumes")
+	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine), or a PostgreSQL URL "+
+		"postgresql://USER:PASSWORD@HOST:PORT/DB (workers on several machines share the study); a killed search started again with it resumes (default: memory only)")
 	fs.StringVar(&f.study, "study", "", "study name (default bert-tiny-nas-study or bert-tiny-mixed-precision-study)")
 	fs.Uint64Var(&f.seed, "seed", 42, "seed of the sampler, the models and the data order")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("quick mode: SST-2, %d training and %d test sentences of at most %d tokens, and for nas the small nas.QuickSpace, unless other flags say otherwise",
@@ -137,6 +139,26 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--max-len %d out of range (allowed: 8..512)", f.maxLen)
 	}
 
+	if f.space == "" {
+		return fmt.Errorf("--space is required (allowed: %s)", strings.Join(searchSpaces, ", "))
+	}
+	if !slices.Contains(searchSpaces, f.space) {
+		return fmt.Errorf("unknown --space %q (allowed: %s)", f.space, strings.Join(searchSpaces, ", "))
+	}
+	// The storage opens first: a wrong URL or password is reported before
+	// the data loads and a starting model trains.
+	warnings := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var storage search.Storage
+	storageName := ""
+	if f.storage != "" {
+		st, err := search.OpenStorage(f.storage, warnings)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		storage, storageName = st, st.String()
+	}
+
 	var objective search.Objective
 	var grid func() (map[string][]any, error)
 	var value string
@@ -153,10 +175,6 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 		defer mpFlags.removeStart()
 		objective, grid, value, err = mpFlags.objective(f, set, stderr)
-	case "":
-		return fmt.Errorf("--space is required (allowed: %s)", strings.Join(searchSpaces, ", "))
-	default:
-		return fmt.Errorf("unknown --space %q (allowed: %s)", f.space, strings.Join(searchSpaces, ", "))
 	}
 	if err != nil {
 		return err
@@ -165,19 +183,10 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var storage search.Storage
-	if f.storage != "" {
-		j, err := search.OpenJournal(f.storage, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-		if err != nil {
-			return err
-		}
-		defer j.Close()
-		storage = j
-	}
 	enc := json.NewEncoder(stdout)
 	var emitErr error
 	study, err := search.NewStudy(search.Config{Name: f.study, Direction: search.Maximize, Sampler: sampler, Storage: storage,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: warnings,
 		Callbacks: []func(*search.Study, search.FrozenTrial){func(_ *search.Study, ft search.FrozenTrial) {
 			if err := enc.Encode(newTrialLine(ft)); err != nil && emitErr == nil {
 				emitErr = err
@@ -191,14 +200,14 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if done := countFinished(before); done > 0 {
-		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, f.storage, done)
+		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, storageName, done)
 	}
 	fmt.Fprintf(stderr, "%s search, %s sampler, objective: %s; %d trial(s) in all\n", f.space, f.sampler, value, f.trials)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := study.OptimizeUntil(ctx, objective, f.trials, f.timeout); err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("interrupted; finished trials are kept%s", resumeHint(f.storage))
+			return fmt.Errorf("interrupted; finished trials are kept%s", resumeHint(storageName))
 		}
 		return err
 	}
@@ -233,7 +242,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 
 func resumeHint(storage string) string {
 	if storage == "" {
-		return " only in memory (give --storage FILE to resume a search)"
+		return " only in memory (give --storage FILE or a PostgreSQL URL to resume a search)"
 	}
 	return " in " + storage + "; run the same command to resume"
 }

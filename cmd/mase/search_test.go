@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,14 +140,29 @@ func TestSearchBadFlags(t *testing.T) {
 	}
 }
 
-// TestSearchKilledAndResumed kills a mase search with a journal after
-// two finished trials, starts it again, and checks that the study ends
-// with the requested number of complete trials, the first two kept as
-// they were and no trial number or completed trial duplicated.
+// searchStorages are the --storage values TestSearchKilledAndResumed runs
+// with; search_pg_test.go adds a PostgreSQL database.
+var searchStorages = []struct {
+	name string
+	spec func(t *testing.T) string
+}{
+	{"journal", func(t *testing.T) string { return filepath.Join(t.TempDir(), "study.jsonl") }},
+}
+
+// TestSearchKilledAndResumed kills a mase search with a storage (a journal,
+// a PostgreSQL database) after two finished trials, starts it again, and
+// checks that the study ends with the requested number of complete trials,
+// the first two kept as they were and no trial number or completed trial
+// duplicated.
 func TestSearchKilledAndResumed(t *testing.T) {
-	journal := filepath.Join(t.TempDir(), "study.jsonl")
+	for _, st := range searchStorages {
+		t.Run(st.name, func(t *testing.T) { searchKilledAndResumed(t, st.spec(t)) })
+	}
+}
+
+func searchKilledAndResumed(t *testing.T, storage string) {
 	args := append([]string{"search"}, tinyNAS...)
-	args = append(args, "--sampler", "tpe", "--trials", "6", "--storage", journal, "--study", "resume-test")
+	args = append(args, "--sampler", "tpe", "--trials", "6", "--storage", storage, "--study", "resume-test")
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "GOMASE_RUN_AS_MASE=1")
 	stdout, err := cmd.StdoutPipe()
@@ -179,15 +196,22 @@ func TestSearchKilledAndResumed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resumed run: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "resuming study") {
+	if i := strings.Index(errOut, "resuming study"); i < 0 {
 		t.Errorf("the resumed run did not say it resumed: %s", errOut)
+	} else {
+		t.Log(strings.SplitN(errOut[i:], "\n", 2)[0])
 	}
 	second, best := decodeTrialLines(t, out)
 	if best == nil {
 		t.Fatal("no best line")
 	}
 
-	j, err := search.OpenJournal(journal, nil)
+	if u, err := url.Parse(storage); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && strings.Contains(errOut, pw) {
+			t.Errorf("the password of the storage URL is in the output: %s", errOut)
+		}
+	}
+	j, err := search.OpenStorage(storage, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +235,7 @@ func TestSearchKilledAndResumed(t *testing.T) {
 		}
 	}
 	if complete != 6 {
-		t.Errorf("%d complete trials in the journal, want 6 (trials: %d)", complete, len(all))
+		t.Errorf("%d complete trials in the storage, want 6 (trials: %d)", complete, len(all))
 	}
 	for _, f := range first {
 		tr := all[f.Number]
@@ -229,7 +253,27 @@ func TestSearchKilledAndResumed(t *testing.T) {
 	if len(second) < 4 {
 		t.Errorf("the resumed run finished %d trials, want at least 4", len(second))
 	}
-	t.Logf("resumed run: %d trials in %v; journal holds %d trials", len(second), time.Since(start), len(all))
+	t.Logf("resumed run: %d trials in %v; the storage holds %d trials", len(second), time.Since(start), len(all))
+}
+
+// TestSearchStorageErrors: a PostgreSQL URL that does not work is reported
+// in one line, without its password, before any data is loaded.
+func TestSearchStorageErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String()
+	l.Close()
+	for _, c := range []struct{ storage, want string }{
+		{"postgres://gomase:s3cr3t-pw@" + down + "/db", "cannot connect to PostgreSQL at " + down + ": "},
+		{"postgresql://gomase:s3cr3t-pw@localhost:port/db", "malformed PostgreSQL URL postgresql://gomase:xxxxx@localhost:port/db"},
+	} {
+		code, _, errOut := runCLI(append(append([]string{"search"}, tinyNAS...), "--storage", c.storage)...)
+		if code == 0 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "s3cr3t-pw") || strings.Contains(errOut, "data:") {
+			t.Errorf("--storage %s: exit %d, stderr %q, want %q before loading data, without the password", c.storage, code, errOut, c.want)
+		}
+	}
 }
 
 func TestSearchMixedPrecisionCost(t *testing.T) {

@@ -8,10 +8,13 @@
 // objective returned an error wrapping ErrPruned) or Fail (any other error,
 // a panic, NaN or ±Inf).
 //
-// Trials live in a Storage: InMemoryStorage, or JournalStorage, an
+// Trials live in a Storage: InMemoryStorage; JournalStorage, an
 // append-only JSON-lines file under flock that several processes can share
 // and that a study resumes from after a crash (OptimizeUntil runs a study
-// until it has N finished trials in total).
+// until it has N finished trials in total); or PostgresStorage, a
+// PostgreSQL database that workers on several machines can share.
+// OpenStorage opens either of the last two from a file path or a
+// postgresql:// URL.
 //
 //	study, err := search.NewStudy(search.Config{Name: "nas", Direction: search.Maximize, Sampler: sampler})
 //	err = study.Optimize(ctx, func(t *search.Trial) (float64, error) {
@@ -21,5 +24,6 @@
 //	}, 100, 24*time.Hour)
 //	best, err := study.BestTrial()
 //
-// See docs/search.md for the algorithms, the journal format and benchmarks.
+// See docs/search.md for the algorithms, the journal format, the PostgreSQL
+// tables and benchmarks.
 package search

@@ -91,6 +91,9 @@ func OpenJournal(path string, logger *slog.Logger) (*JournalStorage, error) {
 // Path returns the journal's file name.
 func (j *JournalStorage) Path() string { return j.path }
 
+// String returns the journal's file name.
+func (j *JournalStorage) String() string { return j.path }
+
 // Close closes the journal file. Trials still running are left Running; a
 // later NewStudy on the journal marks them Fail once this process is gone.
 func (j *JournalStorage) Close() error {
@@ -360,6 +363,9 @@ func (j *JournalStorage) setSystemAttr(study string, number int, key, v string) 
 }
 
 func (j *JournalStorage) finishTrial(study string, number int, state TrialState, value float64, msg string) (FrozenTrial, error) {
+	if err := checkFinish(number, state, value); err != nil {
+		return FrozenTrial{}, err
+	}
 	var ft FrozenTrial
 	now := time.Now()
 	err := j.update(func(emit func(*journalRecord) error) error {

@@ -133,12 +133,20 @@ func (m *memState) setSystemAttr(study string, number int, key, v string) error 
 	return nil
 }
 
-func (m *memState) finish(study string, number int, state TrialState, value float64, msg string, end time.Time, recovered bool) (FrozenTrial, error) {
+// checkFinish validates the outcome a trial is finished with.
+func checkFinish(number int, state TrialState, value float64) error {
 	if !state.IsFinished() {
-		return FrozenTrial{}, fmt.Errorf("cannot finish trial %d in state %v; a finished state is complete, pruned or fail", number, state)
+		return fmt.Errorf("cannot finish trial %d in state %v; a finished state is complete, pruned or fail", number, state)
 	}
 	if state == Complete && (math.IsNaN(value) || math.IsInf(value, 0)) {
-		return FrozenTrial{}, fmt.Errorf("cannot complete trial %d with value %v; a complete trial needs a finite value", number, value)
+		return fmt.Errorf("cannot complete trial %d with value %v; a complete trial needs a finite value", number, value)
+	}
+	return nil
+}
+
+func (m *memState) finish(study string, number int, state TrialState, value float64, msg string, end time.Time, recovered bool) (FrozenTrial, error) {
+	if err := checkFinish(number, state, value); err != nil {
+		return FrozenTrial{}, err
 	}
 	t, err := m.running(study, number)
 	if err != nil {

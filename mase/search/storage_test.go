@@ -1,0 +1,230 @@
+package search
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// afterTests run once every test of the package has (a shared server's stop).
+var afterTests []func()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, f := range afterTests {
+		f()
+	}
+	os.Exit(code)
+}
+
+// storageKind is a storage implementation under the shared semantics tests.
+type storageKind struct {
+	name string
+	// open returns a new, empty storage.
+	open func(t *testing.T) Storage
+	// jsonOnly: user attributes must be JSON-encodable.
+	jsonOnly bool
+	// orphan records a Running trial of study owned by o (another process),
+	// returning its number; nil when the storage cannot hold one.
+	orphan func(t *testing.T, s Storage, study string, o owner) int
+}
+
+// storageKinds are the storages the shared tests run on; postgres_test.go
+// adds PostgreSQL's.
+var storageKinds = []storageKind{
+	{name: "memory", open: func(*testing.T) Storage { return NewInMemoryStorage() }},
+	{
+		name: "journal",
+		open: func(t *testing.T) Storage {
+			j, err := OpenJournal(filepath.Join(t.TempDir(), "s.jsonl"), quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { j.Close() })
+			return j
+		},
+		jsonOnly: true,
+		orphan: func(t *testing.T, s Storage, study string, o owner) int {
+			j := s.(*JournalStorage)
+			var number int
+			err := j.update(func(emit func(*journalRecord) error) error {
+				st, err := j.state.study(study)
+				if err != nil {
+					return err
+				}
+				number = len(st.trials)
+				now := time.Now()
+				return emit(&journalRecord{Op: opCreateTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return number
+		},
+	},
+}
+
+// deadOwner is a process of this machine that has exited.
+func deadOwner(t *testing.T) owner {
+	var o owner
+	if err := json.Unmarshal([]byte(deadOwnerJSON()), &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func wantErr(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: error %v, want one containing %q", what, err, want)
+	}
+}
+
+// TestStorageSemantics checks that every storage validates and records
+// changes alike: the journal and PostgreSQL against the in-memory model.
+func TestStorageSemantics(t *testing.T) {
+	for _, k := range storageKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.open(t)
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Studies: created once, the recorded direction wins.
+			d, existed, err := s.createStudy("a", Maximize)
+			if err != nil || d != Maximize || existed {
+				t.Fatalf("createStudy(a): %v %v %v", d, existed, err)
+			}
+			d, existed, err = s.createStudy("a", Minimize)
+			if err != nil || d != Maximize || !existed {
+				t.Fatalf("createStudy(a) again: %v %v %v", d, existed, err)
+			}
+			noStudy := `study "nope" does not exist in the storage`
+			_, _, err = s.createTrial("nope")
+			wantErr(t, "createTrial(nope)", err, noStudy)
+			_, err = s.trials("nope")
+			wantErr(t, "trials(nope)", err, noStudy)
+			wantErr(t, "setParam(nope)", s.setParam("nope", 0, "x", 0, FloatDistribution{Low: 0, High: 1}), noStudy)
+			_, err = s.finishTrial("nope", 0, Complete, 1, "")
+			wantErr(t, "finishTrial(nope)", err, noStudy)
+
+			// Trials are numbered from 0 in each study.
+			n0, start0, err := s.createTrial("a")
+			must(err)
+			n1, _, err := s.createTrial("a")
+			must(err)
+			n2, _, err := s.createTrial("a")
+			must(err)
+			if n0 != 0 || n1 != 1 || n2 != 2 {
+				t.Fatalf("trial numbers %d %d %d", n0, n1, n2)
+			}
+			must2 := func(_ Direction, _ bool, err error) { must(err) }
+			must2(s.createStudy("b", Minimize))
+			if nb, _, err := s.createTrial("b"); err != nil || nb != 0 {
+				t.Fatalf("first trial of b: %d %v", nb, err)
+			}
+			for _, n := range []int{3, -1} {
+				wantErr(t, "setParam(unknown trial)", s.setParam("a", n, "x", 0, FloatDistribution{Low: 0, High: 1}),
+					`does not exist in study "a" (it has 3 trials)`)
+			}
+
+			// Parameters keep their distribution; attributes.
+			fd := FloatDistribution{Low: 0, High: 1}
+			cd := CategoricalDistribution{Choices: []any{"a", 2, nil}}
+			must(s.setParam("a", 0, "x", 0.5, fd))
+			must(s.setParam("a", 0, "x", 0.75, fd))
+			wantErr(t, "setParam(other distribution)", s.setParam("a", 0, "x", 0.5, FloatDistribution{Low: 0, High: 2}),
+				`parameter "x" of trial 0 is already set with distribution`)
+			must(s.setParam("a", 0, "c", 1, cd))
+			must(s.setParam("a", 0, "n", 3, IntDistribution{Low: 1, High: 9, Step: 2}))
+			must(s.setUserAttr("a", 0, "note", "hi"))
+			must(s.setUserAttr("a", 0, "note", "hello"))
+			must(s.setUserAttr("a", 0, "m", map[string]any{"acc": 0.5}))
+			must(s.setSystemAttr("a", 0, "grid", "g1"))
+			if k.jsonOnly {
+				wantErr(t, "setUserAttr(func)", s.setUserAttr("a", 0, "f", func() {}), "JSON-encodable")
+			}
+
+			// Finishing.
+			_, err = s.finishTrial("a", 0, Running, 1, "")
+			wantErr(t, "finish as running", err, "cannot finish trial 0 in state running")
+			_, err = s.finishTrial("a", 0, Complete, math.NaN(), "")
+			wantErr(t, "complete with NaN", err, "a complete trial needs a finite value")
+			_, err = s.finishTrial("a", 0, Complete, math.Inf(1), "")
+			wantErr(t, "complete with +Inf", err, "a complete trial needs a finite value")
+			ft, err := s.finishTrial("a", 0, Complete, 1.5, "")
+			must(err)
+			if ft.Number != 0 || ft.State != Complete || ft.Value != 1.5 || ft.Params["x"] != 0.75 || ft.Params["c"] != 2 ||
+				ft.Params["n"] != 3 || ft.UserAttrs["note"] != "hello" || ft.SystemAttrs["grid"] != "g1" ||
+				ft.Finished.IsZero() || ft.Finished.Before(ft.Started) || !ft.Started.Equal(start0) {
+				t.Errorf("finished trial 0: %+v", ft)
+			}
+			_, err = s.finishTrial("a", 0, Fail, 0, "again")
+			wantErr(t, "finish twice", err, `trial 0 of study "a" is already finished (complete); only a running trial can change`)
+			wantErr(t, "setParam(finished)", s.setParam("a", 0, "y", 0, fd), "is already finished")
+			ft, err = s.finishTrial("a", 1, Pruned, 3, "too slow")
+			must(err)
+			if ft.State != Pruned || !math.IsNaN(ft.Value) || ft.Message != "too slow" {
+				t.Errorf("pruned trial 1: %+v", ft)
+			}
+			wantErr(t, "setUserAttr(pruned)", s.setUserAttr("a", 1, "k", 1), "already finished (pruned: too slow)")
+			wantErr(t, "setSystemAttr(pruned)", s.setSystemAttr("a", 1, "k", "v"), "already finished (pruned: too slow)")
+
+			// trials: in number order, the running one with NaN and no end.
+			ts, err := s.trials("a")
+			must(err)
+			if len(ts) != 3 {
+				t.Fatalf("%d trials, want 3", len(ts))
+			}
+			for i, tr := range ts {
+				if tr.Number != i {
+					t.Errorf("trials()[%d] is trial %d", i, tr.Number)
+				}
+			}
+			if ts[2].State != Running || !math.IsNaN(ts[2].Value) || !ts[2].Finished.IsZero() || ts[2].Duration() != 0 {
+				t.Errorf("running trial: %+v", ts[2])
+			}
+			want := map[string]any{"x": 0.75, "c": 2, "n": 3}
+			if !reflect.DeepEqual(ts[0].Params, want) || ts[0].internal["c"] != 1 || !ts[0].Distributions["c"].equal(cd) {
+				t.Errorf("trial 0 params %v internal %v distributions %v", ts[0].Params, ts[0].internal, ts[0].Distributions)
+			}
+			if m, ok := ts[0].UserAttrs["m"].(map[string]any); k.jsonOnly && (!ok || m["acc"] != 0.5) {
+				t.Errorf("user attribute m came back as %#v", ts[0].UserAttrs["m"])
+			}
+
+			// failStale leaves this process's trial and fails a dead process's.
+			failed, err := s.failStale("a")
+			if err != nil || len(failed) != 0 {
+				t.Fatalf("failStale with a live owner: %v %v", failed, err)
+			}
+			if k.orphan == nil {
+				return
+			}
+			_, err = s.failStale("nope")
+			wantErr(t, "failStale(nope)", err, noStudy)
+			n := k.orphan(t, s, "a", deadOwner(t))
+			if n != 3 {
+				t.Fatalf("orphan trial %d, want 3", n)
+			}
+			failed, err = s.failStale("a")
+			if err != nil || !reflect.DeepEqual(failed, []int{3}) {
+				t.Fatalf("failStale: %v %v, want [3]", failed, err)
+			}
+			ts, err = s.trials("a")
+			must(err)
+			if ts[3].State != Fail || !ts[3].recovered || !strings.Contains(ts[3].Message, "is gone") || ts[2].State != Running {
+				t.Errorf("after failStale: trial 3 %v %q, trial 2 %v", ts[3].State, ts[3].Message, ts[2].State)
+			}
+			if failed, err = s.failStale("a"); err != nil || len(failed) != 0 {
+				t.Errorf("failStale again: %v %v", failed, err)
+			}
+		})
+	}
+}
