@@ -25,10 +25,11 @@ import (
 	"github.com/gomase/gomase/mase/ui/searchplot"
 )
 
-const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE|postgresql://...] [--study NAME] [--seed S] [--quick] " +
+const searchUsage = "--space nas|mixed-precision|toy [--sampler random|grid|tpe] [--trials N] [--storage FILE|postgresql://...] [--study NAME] [--seed S] [--quick] " +
 	"[--heartbeat D] [--retry-failed N] [--tpe-startup N] " +
 	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
+	"[toy: --toy-sleep D] " +
 	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
 
 func init() {
@@ -42,7 +43,8 @@ func init() {
 }
 
 // searchSpaces are the values --space accepts.
-var searchSpaces = []string{"nas", "mixed-precision"}
+// toy is a synthetic objective for trying storages and workers (search_toy.go).
+var searchSpaces = []string{"nas", "mixed-precision", "toy"}
 
 // searchFlags are the flags every space shares.
 type searchFlags struct {
@@ -114,6 +116,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	dataDir := dataDirFlag(fs)
 	nasFlags := addNASFlags(fs)
 	mpFlags := addMixedPrecisionFlags(fs)
+	toySleep := addToyFlags(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
@@ -197,6 +200,15 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 		defer mpFlags.removeStart()
 		objective, grid, value, err = mpFlags.objective(f, set, stderr)
+	case "toy":
+		if f.study == "" {
+			f.study = "toy-study"
+		}
+		if *toySleep < 0 {
+			return fmt.Errorf("--toy-sleep must be ≥ 0 (got %v)", *toySleep)
+		}
+		objective, value = toyObjective(*toySleep), "toy objective (synthetic, no training)"
+		grid = func() (map[string][]any, error) { return toyGrid, nil }
 	}
 	if err != nil {
 		return err

@@ -121,7 +121,8 @@ func TestSearchBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision)"},
+		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision, toy)"},
+		{[]string{"--space", "toy", "--toy-sleep", "-1s"}, "--toy-sleep must be ≥ 0"},
 		{[]string{"--space", "nass"}, `unknown --space "nass"`},
 		{append(slices.Clone(tinyNAS), "--sampler", "cmaes"), `unknown --sampler "cmaes" (allowed: random, grid, tpe)`},
 		{append(slices.Clone(tinyNAS), "--trials", "0"), "--trials must be ≥ 1"},
