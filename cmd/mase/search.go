@@ -30,13 +30,14 @@ const searchUsage = "--space nas|mixed-precision|toy [--sampler random|grid|tpe]
 	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
 	"[toy: --toy-sleep D] " +
-	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
+	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]; " +
+	"or: mase search " + searchExportUsage + "; or: mase search " + searchImportUsage
 
 func init() {
 	register(command{
 		name:  "search",
 		usage: searchUsage,
-		short: "run Lab 2's architecture search or Lab 3's mixed-precision search; one JSON line per finished trial, the best last",
+		short: "run Lab 2's architecture search or Lab 3's mixed-precision search, one JSON line per finished trial, the best last; export a study to Optuna's journal format or import one",
 		run:   runSearch,
 		heavy: true,
 	})
@@ -87,8 +88,16 @@ func newTrialLine(ft search.FrozenTrial) trialLine {
 	return l
 }
 
-// runSearch is `mase search`.
+// runSearch is `mase search` (and its export and import).
 func runSearch(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "export":
+			return runSearchExport(args[1:], stdout, stderr)
+		case "import":
+			return runSearchImport(args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f searchFlags

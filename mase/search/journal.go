@@ -520,7 +520,7 @@ func (j *JournalStorage) emitRetry(emit func(*journalRecord) error, study string
 func (j *JournalStorage) importStudy(name string, dir Direction, trials []FrozenTrial) error {
 	return j.update(func(emit func(*journalRecord) error) error {
 		if _, ok := j.state.studies[name]; ok {
-			return fmt.Errorf("study %q already exists in the storage; import it under another name", name)
+			return fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)
 		}
 		// Validate everything first: a record that does not apply would
 		// leave half a study in the journal.

@@ -651,7 +651,7 @@ func (p *PostgresStorage) importStudy(name string, dir Direction, trials []Froze
 		err := tx.QueryRow(ctx, `INSERT INTO gomase_studies (name, direction, next_trial) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO NOTHING RETURNING id`, name, dir.String(), len(trials)).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return pgInvalid{fmt.Errorf("study %q already exists in the storage; import it under another name", name)}
+			return pgInvalid{fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)}
 		}
 		if err != nil {
 			return err

@@ -532,7 +532,7 @@ func (s *InMemoryStorage) importStudy(name string, dir Direction, trials []Froze
 // is as it was.
 func (m *memState) importStudy(name string, dir Direction, trials []FrozenTrial) error {
 	if _, ok := m.studies[name]; ok {
-		return fmt.Errorf("study %q already exists in the storage; import it under another name", name)
+		return fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)
 	}
 	m.createStudy(name, dir)
 	for i, ft := range trials {
