@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -536,6 +537,15 @@ func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial,
 				ON CONFLICT (study_id, number, key) DO UPDATE SET value = EXCLUDED.value`, id, number, k, attrs[k]); err != nil {
 				return err
 			}
+		}
+		if waiting < 0 { // a new trial holds only what was just written
+			ft = FrozenTrial{Number: number, State: Running, Value: math.NaN(), Started: now,
+				Params: map[string]any{}, Distributions: map[string]Distribution{}, internal: map[string]float64{},
+				UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(attrs)}
+			if ft.SystemAttrs == nil {
+				ft.SystemAttrs = map[string]string{}
+			}
+			return nil
 		}
 		ts, err := loadTrials(ctx, tx, id, " AND number = $2", number)
 		if err != nil {

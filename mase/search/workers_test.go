@@ -6,11 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/gomase/gomase/internal/pgtest"
 )
 
 // TestStorageRetry: on every storage, a trial failed with retries enqueues a
@@ -286,7 +290,7 @@ func TestGridWorkers(t *testing.T) {
 
 // checkStudyNumbers returns the trials of a study, checking that they are
 // numbered 0, 1, … without gaps.
-func checkStudyNumbers(t *testing.T, s Storage, study string) []FrozenTrial {
+func checkStudyNumbers(t testing.TB, s Storage, study string) []FrozenTrial {
 	t.Helper()
 	ts, err := s.trials(study)
 	if err != nil {
@@ -328,5 +332,107 @@ func TestPostgresUpgradeFromV1(t *testing.T) {
 	ts := checkStudyNumbers(t, q, "old")
 	if len(ts) != 2 || ts[0].State != Fail || ts[1].State != Waiting || !ts[1].Started.IsZero() {
 		t.Fatalf("trials after the upgrade %+v", ts)
+	}
+}
+
+// pgDurable is a private PostgreSQL server with PostgreSQL's durability
+// defaults (a commit waits for the disk), for BenchmarkWorkers; the tests'
+// server (pgServer) skips them.
+var pgDurable struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+func pgDurableDatabase(b *testing.B) string {
+	pgDurable.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gomase-search-pg-durable-")
+		if err != nil {
+			pgDurable.err = err
+			return
+		}
+		if pgDurable.srv, pgDurable.err = pgtest.StartWith(dir, pgtest.Options{Durable: true}); pgDurable.err != nil {
+			os.RemoveAll(dir)
+			return
+		}
+		afterTests = append(afterTests, func() {
+			pgDurable.srv.Stop()
+			os.RemoveAll(dir)
+		})
+	})
+	if pgDurable.err != nil {
+		b.Fatal(pgDurable.err)
+	}
+	return pgDurable.srv.Database(b)
+}
+
+// BenchmarkWorkers measures the trials per second of a trivial objective
+// (three parameters, no work; random sampler) that 1, 2 or 4 workers run on
+// one study with OptimizeUntil, as `mase search` workers do: each worker has
+// its own storage (the journal file opened again, its own PostgreSQL
+// connection pool). b.N is the number of complete trials of the study;
+// trials/s is b.N over the wall time. Storages: a journal file (every
+// change fsynced), PostgreSQL with its durability defaults, and PostgreSQL
+// as the tests run it (fsync and synchronous_commit off).
+//
+//	go test -run '^$' -bench Workers -benchtime 300x ./mase/search/
+func BenchmarkWorkers(b *testing.B) {
+	storages := []struct {
+		name string
+		open func(b *testing.B) func() Storage
+	}{
+		{"journal", func(b *testing.B) func() Storage {
+			path := filepath.Join(b.TempDir(), "w.jsonl")
+			return func() Storage {
+				j, err := OpenJournal(path, quiet)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { j.Close() })
+				return j
+			}
+		}},
+		{"postgres", func(b *testing.B) func() Storage {
+			u := pgDurableDatabase(b)
+			return func() Storage { return openPG(b, u) }
+		}},
+		{"postgres-nosync", func(b *testing.B) func() Storage {
+			u := pgDatabase(b)
+			return func() Storage { return openPG(b, u) }
+		}},
+	}
+	obj := func(t *Trial) (float64, error) {
+		x, err1 := t.SuggestFloat("x", -1, 1)
+		n, err2 := t.SuggestInt("n", 0, 10)
+		_, err3 := t.SuggestCategorical("c", []any{"a", "b", "c"})
+		return x + float64(n), errors.Join(err1, err2, err3)
+	}
+	for _, st := range storages {
+		for _, workers := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("%s/workers=%d", st.name, workers), func(b *testing.B) {
+				open := st.open(b)
+				studies := make([]*Study, workers)
+				for w := range studies {
+					studies[w] = newTestStudy(b, Config{Name: "bench", Sampler: NewRandomSampler(int64(w)), Storage: open()})
+				}
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, s := range studies {
+					wg.Go(func() {
+						if err := s.OptimizeUntil(context.Background(), obj, b.N, 0); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				if ts := checkStudyNumbers(b, studies[0].storage, "bench"); countStates(ts, Complete) != b.N || len(ts) != b.N {
+					b.Fatalf("%d trials, %d complete; want %d", len(ts), countStates(ts, Complete), b.N)
+				}
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "trials/s")
+			})
+		}
 	}
 }
