@@ -82,6 +82,10 @@ type Study struct {
 // dead workers between trials (and at every try while waiting).
 const recoverEvery = time.Second
 
+// waitWarning is how long a worker waits for other workers' running trials
+// before it warns that it still does.
+const waitWarning = time.Minute
+
 // NewStudy creates the study cfg describes, or resumes it when cfg.Storage
 // already holds a study of that name (a journal written by an earlier run):
 // its finished trials are kept and feed the sampler, and its Running trials
@@ -398,14 +402,28 @@ var errStopWaiting = errors.New("search: stopped waiting for running trials to f
 // the deadline (if not zero) passes, or, when stoppable, Stop is called.
 func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppable bool) (*Trial, error) {
 	delay := 20 * time.Millisecond
-	for waited := false; ; {
+	var waitStart time.Time
+	for warned := false; ; {
 		t, err := s.start(ctx, limit)
 		if !errors.Is(err, errWait) {
 			return t, err
 		}
-		if !waited {
-			waited = true
+		switch {
+		case waitStart.IsZero():
+			waitStart = time.Now()
 			s.logger.Info("search: waiting for the running trials of other workers before starting another", "study", s.name)
+		case !warned && time.Since(waitStart) >= waitWarning:
+			warned = true
+			var running []int
+			if ts, err := s.storage.trials(s.name); err == nil {
+				for _, t := range ts {
+					if t.State == Running {
+						running = append(running, t.Number)
+					}
+				}
+			}
+			s.logger.Warn("search: still waiting for running trials of other workers; a trial whose worker died on another machine is marked failed only through its heartbeat (PostgresStorage.SetHeartbeat, mase search --heartbeat)",
+				"study", s.name, "waited", time.Since(waitStart).Round(time.Second), "running", running)
 		}
 		recovered, err := s.recover()
 		if err != nil {
