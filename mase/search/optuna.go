@@ -353,6 +353,7 @@ type pyJSON struct {
 	buf      bytes.Buffer
 	first    []bool // per open object or list: no member written yet
 	afterKey bool   // a key was written: its value comes next
+	compact  bool   // "," and ":" separators, without spaces
 	err      error
 }
 
@@ -370,10 +371,18 @@ func (b *pyJSON) begin() {
 	}
 	if n := len(b.first); n > 0 {
 		if !b.first[n-1] {
-			b.buf.WriteString(", ")
+			b.buf.WriteString(b.separator(", "))
 		}
 		b.first[n-1] = false
 	}
+}
+
+// separator returns sep (", " or ": "), without its space in compact mode.
+func (b *pyJSON) separator(sep string) string {
+	if b.compact {
+		return sep[:1]
+	}
+	return sep
 }
 
 // object writes an object whose members members writes with field and key.
@@ -394,7 +403,7 @@ func (b *pyJSON) rawObject(members func()) {
 func (b *pyJSON) key(k string) {
 	b.begin()
 	b.str(k)
-	b.buf.WriteString(": ")
+	b.buf.WriteString(b.separator(": "))
 	b.afterKey = true
 }
 
@@ -1141,9 +1150,9 @@ func ojFinite(v any) any {
 // compactJSON writes a decoded value back as compact JSON (Python's tokens
 // as themselves).
 func compactJSON(v any) string {
-	var b pyJSON
+	b := pyJSON{compact: true}
 	b.value(ojTokens(v))
-	return strings.NewReplacer(", ", ",", ": ", ":").Replace(string(b.take()))
+	return string(b.take())
 }
 
 // ojTokens turns the stand-ins of Python's tokens back into floats.

@@ -319,3 +319,15 @@ print(json.dumps({"direction": study.direction.name, "trials": trials,
 		t.Errorf("Optuna's best trial %+v, gomase's %d %v %v", got.Best, best.Number, best.Value, best.Params)
 	}
 }
+
+func TestCompactJSONKeepsStrings(t *testing.T) {
+	v := map[string]any{"a, b": []any{"x: y", json.Number("3"), 0.5, math.Inf(1)}, "n": nil}
+	if got, want := compactJSON(v), `{"a, b":["x: y",3,0.5,Infinity],"n":null}`; got != want {
+		t.Errorf("compactJSON = %s, want %s", got, want)
+	}
+	var b pyJSON
+	b.value(v)
+	if got, want := string(b.take()), `{"a, b": ["x: y", 3, 0.5, Infinity], "n": null}`; got != want {
+		t.Errorf("pyJSON = %s, want %s", got, want)
+	}
+}
