@@ -15,8 +15,9 @@ REPORTS ?= reports
 
 .PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker gpu-bundle
 
-## setup: install Jupyter, Chromium, the HDL tools and PostgreSQL (Debian; kernel/setup.sh's apt_packages), GoNB/goimports/gopls (pinned)
-##        and the "Go (gomase)" kernelspec; idempotent. The search storage tests run a private PostgreSQL server from Debian's binaries.
+## setup: install Jupyter, Chromium, the HDL tools, PostgreSQL and Optuna 3.1 (Debian; kernel/setup.sh's apt_packages), GoNB/goimports/gopls
+##        (pinned) and the "Go (gomase)" kernelspec; idempotent. The search storage tests run a private PostgreSQL server from Debian's
+##        binaries; the Optuna journal export/import tests run Debian's python3-optuna.
 setup:
 	bash kernel/setup.sh
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # kernel/setup.sh — install what the gomase notebooks need, and only what is missing:
-#   1. Jupyter (notebook, nbconvert, nbclient, console, ipykernel), Chromium, the HDL tools and
-#      PostgreSQL (whose server binaries mase/search's storage tests run a private server with) from Debian;
+#   1. Jupyter (notebook, nbconvert, nbclient, console, ipykernel), Chromium, the HDL tools,
+#      PostgreSQL (whose server binaries mase/search's storage tests run a private server with) and
+#      Optuna 3.1 (python3-optuna: the tests of the Optuna journal export and import load and write
+#      journals with it) from Debian;
 #   2. GoNB, goimports and gopls at the versions pinned in kernel/tools/go.mod and
 #      kernel/tools/gopls/go.mod, into $(go env GOPATH)/bin, and every module of the
 #      repository's go.mod into the module cache (the kernel builds offline);
@@ -19,7 +21,7 @@ say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. Debian packages
-apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator iverilog yosys tmux postgresql)
+apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator iverilog yosys tmux postgresql python3-optuna)
 
 pkg_installed() {
 	# Capture first: with pipefail, grep -q exiting early can fail the writer.

@@ -25,32 +25,37 @@ import (
 	"github.com/gomase/gomase/mase/ui/searchplot"
 )
 
-const searchUsage = "--space nas|mixed-precision [--sampler random|grid|tpe] [--trials N] [--storage FILE|postgresql://...] [--study NAME] [--seed S] [--quick] " +
+const searchUsage = "--space nas|mixed-precision|toy [--sampler random|grid|tpe] [--trials N] [--storage FILE|postgresql://...] [--study NAME] [--seed S] [--quick] " +
+	"[--heartbeat D] [--retry-failed N] [--tpe-startup N] " +
 	"[--timeout D] [--dataset D] [--limit N] [--eval-limit N] [--max-len L] [--epochs E] [--lr LR] [--plot FILE.svg] " +
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
-	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]"
+	"[toy: --toy-sleep D] " +
+	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]; " +
+	"or: mase search " + searchExportUsage + "; or: mase search " + searchImportUsage
 
 func init() {
 	register(command{
 		name:  "search",
 		usage: searchUsage,
-		short: "run Lab 2's architecture search or Lab 3's mixed-precision search; one JSON line per finished trial, the best last",
+		short: "run Lab 2's architecture search or Lab 3's mixed-precision search, one JSON line per finished trial, the best last; export a study to Optuna's journal format or import one",
 		run:   runSearch,
 		heavy: true,
 	})
 }
 
 // searchSpaces are the values --space accepts.
-var searchSpaces = []string{"nas", "mixed-precision"}
+// toy is a synthetic objective for trying storages and workers (search_toy.go).
+var searchSpaces = []string{"nas", "mixed-precision", "toy"}
 
 // searchFlags are the flags every space shares.
 type searchFlags struct {
 	space, sampler, storage, study, dataset, plot string
 	trials, limit, evalLimit, maxLen, epochs      int
+	retryFailed, tpeStartup                       int
 	seed                                          uint64
 	lr                                            float64
 	quick                                         bool
-	timeout                                       time.Duration
+	timeout, heartbeat                            time.Duration
 	training                                      trainingFlags
 }
 
@@ -83,16 +88,27 @@ func newTrialLine(ft search.FrozenTrial) trialLine {
 	return l
 }
 
-// runSearch is `mase search`.
+// runSearch is `mase search` (and its export and import).
 func runSearch(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "export":
+			return runSearchExport(args[1:], stdout, stderr)
+		case "import":
+			return runSearchImport(args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f searchFlags
 	fs.StringVar(&f.space, "space", "", "search space: "+strings.Join(searchSpaces, ", ")+" (required)")
 	fs.StringVar(&f.sampler, "sampler", "tpe", "sampler: random, grid or tpe")
-	fs.IntVar(&f.trials, "trials", 10, "finish the study with this many complete trials, counting those already in --storage (grid: at most the grid's size)")
+	fs.IntVar(&f.trials, "trials", 10, "stop when the study holds this many complete trials, counting those already in --storage and those other workers sharing it run (grid: at most the grid's size)")
 	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine), or a PostgreSQL URL "+
 		"postgresql://USER:PASSWORD@HOST:PORT/DB (workers on several machines share the study); a killed search started again with it resumes (default: memory only)")
+	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "with a postgresql:// --storage: refresh this worker's heartbeat every D (e.g. 60s), so that workers on other machines mark its trial failed when it dies (Optuna's heartbeat_interval; 0: off)")
+	fs.IntVar(&f.retryFailed, "retry-failed", 0, "run a trial that failed (its objective failed, or its worker died) again with the same parameters, at most N times per trial (Optuna's RetryFailedTrialCallback; 0: never)")
+	fs.IntVar(&f.tpeStartup, "tpe-startup", 10, "tpe sampler: the number of complete trials sampled at random before TPE starts (Optuna's n_startup_trials)")
 	fs.StringVar(&f.study, "study", "", "study name (default bert-tiny-nas-study or bert-tiny-mixed-precision-study)")
 	fs.Uint64Var(&f.seed, "seed", 42, "seed of the sampler, the models and the data order")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("quick mode: SST-2, %d training and %d test sentences of at most %d tokens, and for nas the small nas.QuickSpace, unless other flags say otherwise",
@@ -109,6 +125,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	dataDir := dataDirFlag(fs)
 	nasFlags := addNASFlags(fs)
 	mpFlags := addMixedPrecisionFlags(fs)
+	toySleep := addToyFlags(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
@@ -131,6 +148,18 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.trials < 1 {
 		return fmt.Errorf("--trials must be ≥ 1 (got %d)", f.trials)
+	}
+	if f.retryFailed < 0 {
+		return fmt.Errorf("--retry-failed must be ≥ 0 (got %d; 0: no retry)", f.retryFailed)
+	}
+	if f.tpeStartup < 0 {
+		return fmt.Errorf("--tpe-startup must be ≥ 0 (got %d)", f.tpeStartup)
+	}
+	if f.heartbeat < 0 {
+		return fmt.Errorf("--heartbeat must be ≥ 0 (got %v; 0: off)", f.heartbeat)
+	}
+	if f.heartbeat > 0 && !search.IsPostgresURL(f.storage) {
+		return errors.New(heartbeatNeedsPostgres)
 	}
 	if f.epochs < 0 {
 		return fmt.Errorf("--epochs must be ≥ 0 (got %d)", f.epochs)
@@ -157,6 +186,11 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 		defer st.Close()
 		storage, storageName = st, st.String()
+		if pg, ok := st.(*search.PostgresStorage); ok && f.heartbeat > 0 {
+			if err := pg.SetHeartbeat(f.heartbeat); err != nil {
+				return err
+			}
+		}
 	}
 
 	var objective search.Objective
@@ -175,18 +209,27 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 		defer mpFlags.removeStart()
 		objective, grid, value, err = mpFlags.objective(f, set, stderr)
+	case "toy":
+		if f.study == "" {
+			f.study = "toy-study"
+		}
+		if *toySleep < 0 {
+			return fmt.Errorf("--toy-sleep must be ≥ 0 (got %v)", *toySleep)
+		}
+		objective, value = toyObjective(*toySleep), "toy objective (synthetic, no training)"
+		grid = func() (map[string][]any, error) { return toyGrid, nil }
 	}
 	if err != nil {
 		return err
 	}
-	sampler, err := newSampler(f.sampler, int64(f.seed), grid)
+	sampler, err := newSampler(f.sampler, int64(f.seed), f.tpeStartup, grid)
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(stdout)
 	var emitErr error
 	study, err := search.NewStudy(search.Config{Name: f.study, Direction: search.Maximize, Sampler: sampler, Storage: storage,
-		Logger: warnings,
+		Logger: warnings, RetryFailed: f.retryFailed,
 		Callbacks: []func(*search.Study, search.FrozenTrial){func(_ *search.Study, ft search.FrozenTrial) {
 			if err := enc.Encode(newTrialLine(ft)); err != nil && emitErr == nil {
 				emitErr = err
@@ -199,7 +242,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if done := countFinished(before); done > 0 {
+	if done := countComplete(before); done > 0 {
 		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, storageName, done)
 	}
 	fmt.Fprintf(stderr, "%s search, %s sampler, objective: %s; %d trial(s) in all\n", f.space, f.sampler, value, f.trials)
@@ -247,11 +290,17 @@ func resumeHint(storage string) string {
 	return " in " + storage + "; run the same command to resume"
 }
 
-// countFinished counts complete and pruned trials (what OptimizeUntil counts).
-func countFinished(ts []search.FrozenTrial) int {
+// heartbeatNeedsPostgres is the error of --heartbeat without a PostgreSQL
+// --storage: a journal's workers share one machine, where a dead worker's
+// trial is found by its process, and an in-memory study has one worker.
+const heartbeatNeedsPostgres = "--heartbeat needs a PostgreSQL --storage (postgresql://…), whose workers may run on several machines; " +
+	"with a journal file every worker runs on one machine, where a dead worker's trial is found through its process id without a heartbeat"
+
+// countComplete counts complete trials (what OptimizeUntil counts).
+func countComplete(ts []search.FrozenTrial) int {
 	n := 0
 	for _, t := range ts {
-		if t.State == search.Complete || t.State == search.Pruned {
+		if t.State == search.Complete {
 			n++
 		}
 	}
@@ -259,12 +308,16 @@ func countFinished(ts []search.FrozenTrial) int {
 }
 
 // newSampler builds the --sampler; grid gives the full grid of the space.
-func newSampler(name string, seed int64, grid func() (map[string][]any, error)) (search.Sampler, error) {
+func newSampler(name string, seed int64, tpeStartup int, grid func() (map[string][]any, error)) (search.Sampler, error) {
 	switch name {
 	case "random":
 		return search.NewRandomSampler(seed), nil
 	case "tpe":
-		return search.NewTPESampler(search.TPEOptions{Seed: seed})
+		startup := tpeStartup
+		if startup == 0 {
+			startup = -1 // TPEOptions: 0 is the default, a negative value none
+		}
+		return search.NewTPESampler(search.TPEOptions{Seed: seed, NStartupTrials: startup})
 	case "grid":
 		g, err := grid()
 		if err != nil {

@@ -121,7 +121,8 @@ func TestSearchBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision)"},
+		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision, toy)"},
+		{[]string{"--space", "toy", "--toy-sleep", "-1s"}, "--toy-sleep must be ≥ 0"},
 		{[]string{"--space", "nass"}, `unknown --space "nass"`},
 		{append(slices.Clone(tinyNAS), "--sampler", "cmaes"), `unknown --sampler "cmaes" (allowed: random, grid, tpe)`},
 		{append(slices.Clone(tinyNAS), "--trials", "0"), "--trials must be ≥ 1"},
@@ -132,6 +133,11 @@ func TestSearchBadFlags(t *testing.T) {
 		{[]string{"--space", "mixed-precision", "--lambda", "-1"}, "--lambda must be ≥ 0"},
 		{[]string{"--space", "mixed-precision", "--checkpoint", "x", "--pretrained", "off"}, "give one of them"},
 		{append(slices.Clone(tinyNAS), "--pretrained", "auto"), "--pretrained is for --space mixed-precision"},
+		{append(slices.Clone(tinyNAS), "--retry-failed", "-1"), "--retry-failed must be ≥ 0"},
+		{append(slices.Clone(tinyNAS), "--tpe-startup", "-2"), "--tpe-startup must be ≥ 0"},
+		{append(slices.Clone(tinyNAS), "--heartbeat", "-1s"), "--heartbeat must be ≥ 0"},
+		{append(slices.Clone(tinyNAS), "--heartbeat", "60s", "--storage", "study.jsonl"), "--heartbeat needs a PostgreSQL --storage (postgresql://…)"},
+		{append(slices.Clone(tinyNAS), "--heartbeat", "60s"), "--heartbeat needs a PostgreSQL --storage"},
 	} {
 		code, _, errOut := runCLI(append([]string{"search"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -67,6 +67,7 @@ type Server struct {
 	// BinDir is the directory of the server binaries.
 	BinDir string
 
+	durable bool
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
@@ -141,6 +142,20 @@ func New(t testing.TB) *Server {
 // package's tests, call it from TestMain (or once, lazily) with a directory
 // from os.MkdirTemp.
 func Start(dir string) (*Server, error) {
+	return StartWith(dir, Options{})
+}
+
+// Options configures StartWith.
+type Options struct {
+	// Durable keeps PostgreSQL's defaults for durability (fsync,
+	// synchronous_commit and full_page_writes on: a commit waits for the
+	// disk), as a production server runs, for benchmarks. Without it the
+	// server skips them, which makes tests faster.
+	Durable bool
+}
+
+// StartWith is Start with options.
+func StartWith(dir string, o Options) (*Server, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -150,7 +165,7 @@ func Start(dir string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Dir: dir, Host: "127.0.0.1", SocketDir: filepath.Join(dir, "sock"), BinDir: bin,
-		logPath: filepath.Join(dir, "postgres.log")}
+		logPath: filepath.Join(dir, "postgres.log"), durable: o.Durable}
 	s.Password = randomHex(12)
 	cred, err := serverUser()
 	if err != nil {
@@ -221,10 +236,13 @@ func (s *Server) start(data string, cred *syscall.Credential) error {
 	}
 	defer logf.Close()
 	start, _ := logf.Seek(0, 2)
-	cmd := exec.Command(filepath.Join(s.BinDir, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses="+s.Host, "-c", "unix_socket_directories="+s.SocketDir,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	args := []string{"-D", data, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=" + s.Host, "-c", "unix_socket_directories=" + s.SocketDir,
+		"-c", "max_connections=200", "-c", "shared_buffers=32MB"}
+	if !s.durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	cmd := exec.Command(filepath.Join(s.BinDir, "postgres"), args...)
 	cmd.Dir = s.Dir
 	cmd.Env = serverEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -11,10 +11,12 @@
 // Trials live in a Storage: InMemoryStorage; JournalStorage, an
 // append-only JSON-lines file under flock that several processes can share
 // and that a study resumes from after a crash (OptimizeUntil runs a study
-// until it has N finished trials in total); or PostgresStorage, a
-// PostgreSQL database that workers on several machines can share.
-// OpenStorage opens either of the last two from a file path or a
-// postgresql:// URL.
+// until it holds N complete trials in total, across all its workers); or
+// PostgresStorage, a PostgreSQL database that workers on several machines
+// can share. OpenStorage opens either of the last two from a file path or a
+// postgresql:// URL. A failed trial can be run again with the same
+// parameters (Config.RetryFailed), and trials can be enqueued
+// (Study.EnqueueTrial).
 //
 //	study, err := search.NewStudy(search.Config{Name: "nas", Direction: search.Maximize, Sampler: sampler})
 //	err = study.Optimize(ctx, func(t *search.Trial) (float64, error) {

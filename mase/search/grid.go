@@ -21,10 +21,12 @@ const (
 // GridSampler evaluates every point of a grid (the Cartesian product of the
 // values given per parameter) exactly once, in an order drawn at random from
 // the seed, like Optuna's GridSampler: each trial takes a point that no
-// finished or running trial of the study has taken, so a resumed study (or
-// another process sharing the journal) goes on with the points left, and a
-// point whose trial crashed is tried again. Optimize stops once every point
-// has been evaluated.
+// finished, running or waiting trial of the study has taken, so a resumed
+// study (or other workers sharing the storage) goes on with the points left,
+// and a point whose trial crashed is tried again. The point is chosen under
+// the storage's lock as the trial starts, so two workers never take the same
+// one; a worker that finds every point left taken by running trials waits
+// for them. Optimize stops once every point has been evaluated.
 //
 // Every parameter the objective suggests must be in the grid (else the trial
 // fails with an error); grid values must suit the suggestion: numbers for
@@ -96,15 +98,13 @@ func (g *GridSampler) value(id int, name string) (any, bool) {
 	return g.values[k][id%len(g.values[k])], true
 }
 
-// points sorts the study's grid points: finished (visited) and running.
-// A trial failed by crash recovery does not count as a visit.
-func (g *GridSampler) points(s *Study) (visited, running map[int]bool, err error) {
-	ts, err := s.history()
-	if err != nil {
-		return nil, nil, err
-	}
-	visited, running = map[int]bool{}, map[int]bool{}
-	for _, t := range ts {
+// points sorts the grid points of the study's trials: visited (by a
+// finished trial) and taken (by a running or waiting one). A trial failed by
+// crash recovery does not count as a visit.
+func (g *GridSampler) points(ts []FrozenTrial) (visited, taken map[int]bool) {
+	visited, taken = map[int]bool{}, map[int]bool{}
+	for i := range ts {
+		t := &ts[i]
 		if t.SystemAttrs[gridFingerprintAttr] != g.fp {
 			continue
 		}
@@ -113,50 +113,48 @@ func (g *GridSampler) points(s *Study) (visited, running map[int]bool, err error
 			continue
 		}
 		switch {
-		case t.State == Running:
-			running[id] = true
+		case t.State == Running || t.State == Waiting:
+			taken[id] = true
 		case t.recovered:
 		default:
 			visited[id] = true
 		}
 	}
-	return visited, running, nil
+	return visited, taken
 }
 
-func (g *GridSampler) exhausted(s *Study) (bool, error) {
-	visited, _, err := g.points(s)
-	return len(visited) >= g.total, err
-}
+func (g *GridSampler) finite() {}
 
-// beforeTrial gives the trial a point no other trial has: one neither
-// finished nor running, else (all taken by running trials elsewhere) one not
-// finished.
-func (g *GridSampler) beforeTrial(s *Study, t *Trial) error {
-	visited, running, err := g.points(s)
-	if err != nil {
-		return err
+// startAttrs gives a new trial a point that no trial has visited or taken,
+// at random. It runs under the storage's lock, so two workers cannot take
+// one point. When every point left is taken by a running trial it returns
+// errWait (that trial may fail and free it), and ErrStudyStopped when every
+// point has been visited. A waiting trial that has a point already (a
+// retry) or fixed parameters (EnqueueTrial) keeps them, as in Optuna.
+func (g *GridSampler) startAttrs(_ *Study, ts []FrozenTrial, waiting *FrozenTrial) (map[string]string, error) {
+	if waiting != nil {
+		if _, ok := waiting.SystemAttrs[gridIDAttr]; ok {
+			return nil, nil
+		}
+		if _, ok := waiting.SystemAttrs[fixedParamsAttr]; ok {
+			return nil, nil
+		}
 	}
-	var free, unfinished []int
+	visited, taken := g.points(ts)
+	var free []int
 	for id := range g.total {
-		if !visited[id] {
-			unfinished = append(unfinished, id)
-			if !running[id] {
-				free = append(free, id)
-			}
+		if !visited[id] && !taken[id] {
+			free = append(free, id)
 		}
 	}
 	if len(free) == 0 {
-		free = unfinished
-	}
-	if len(free) == 0 {
-		s.logger.Warn("search: the grid is exhausted; re-evaluating a random point", "study", s.name, "trial", t.number)
-		free = []int{g.rng.IntN(g.total)}
+		if len(visited) >= g.total {
+			return nil, ErrStudyStopped
+		}
+		return nil, errWait
 	}
 	id := free[g.rng.IntN(len(free))]
-	if err := t.setSystemAttr(gridFingerprintAttr, g.fp); err != nil {
-		return err
-	}
-	return t.setSystemAttr(gridIDAttr, strconv.Itoa(id))
+	return map[string]string{gridFingerprintAttr: g.fp, gridIDAttr: strconv.Itoa(id)}, nil
 }
 
 // Sample returns the trial's grid value for name.
@@ -176,8 +174,4 @@ func (g *GridSampler) Sample(_ *Study, t *Trial, name string, dist Distribution)
 		return 0, fmt.Errorf("grid value of parameter %q does not fit %v: %w", name, dist, err)
 	}
 	return x, nil
-}
-
-func (g *GridSampler) afterTrial(s *Study, _ FrozenTrial) (bool, error) {
-	return g.exhausted(s)
 }

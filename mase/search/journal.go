@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -56,6 +58,18 @@ type journalRecord struct {
 	Recovered bool            `json:"recovered,omitempty"`
 	Time      *time.Time      `json:"time,omitempty"`
 	Owner     *owner          `json:"owner,omitempty"`
+	// A trial given whole (add_trial): its end, parameters and attributes.
+	End         *time.Time                 `json:"end,omitempty"`
+	Params      []journalParam             `json:"params,omitempty"`
+	UserAttrs   map[string]json.RawMessage `json:"user_attrs,omitempty"`
+	SystemAttrs map[string]string          `json:"system_attrs,omitempty"`
+}
+
+// journalParam is a parameter of a trial given whole.
+type journalParam struct {
+	Name  string          `json:"name"`
+	Value float64         `json:"value"`
+	Dist  json.RawMessage `json:"dist"`
 }
 
 // Journal record operations.
@@ -66,7 +80,12 @@ const (
 	opSetUserAttr   = "set_user_attr"
 	opSetSystemAttr = "set_system_attr"
 	opFinishTrial   = "finish_trial"
-	journalVersion  = 1
+	// opAddTrial records a trial given whole: an enqueued (waiting) one, a
+	// retry, or an imported one.
+	opAddTrial = "add_trial"
+	// opStartTrial makes a waiting trial running.
+	opStartTrial   = "start_trial"
+	journalVersion = 1
 )
 
 // OpenJournal opens (creating it if needed) the journal file at path and
@@ -248,9 +267,99 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 		}
 		_, err = m.finish(r.Study, *r.Trial, state, value, r.Message, when, r.Recovered)
 		return err
+	case opAddTrial:
+		ft, err := r.trial()
+		if err != nil {
+			return err
+		}
+		return m.addTrial(r.Study, *r.Trial, ft)
+	case opStartTrial:
+		var o owner
+		if r.Owner != nil {
+			o = *r.Owner
+		}
+		return m.start(r.Study, *r.Trial, when, o)
 	}
-	return fmt.Errorf("unknown operation %q (allowed: %s, %s, %s, %s, %s, %s)", r.Op,
-		opCreateStudy, opCreateTrial, opSetParam, opSetUserAttr, opSetSystemAttr, opFinishTrial)
+	return fmt.Errorf("unknown operation %q (allowed: %s, %s, %s, %s, %s, %s, %s, %s)", r.Op,
+		opCreateStudy, opCreateTrial, opSetParam, opSetUserAttr, opSetSystemAttr, opFinishTrial, opAddTrial, opStartTrial)
+}
+
+// addTrialRecord is the add_trial record of a trial given whole.
+func addTrialRecord(study string, number int, ft FrozenTrial) (*journalRecord, error) {
+	r := &journalRecord{Op: opAddTrial, Study: study, Trial: &number, State: ft.State.String(), Message: ft.Message, Recovered: ft.recovered}
+	if !ft.Started.IsZero() {
+		t := ft.Started
+		r.Time = &t
+	}
+	if !ft.Finished.IsZero() {
+		t := ft.Finished
+		r.End = &t
+	}
+	if ft.State == Complete {
+		vj, err := json.Marshal(ft.Value)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d value %v: %w", number, ft.Value, err)
+		}
+		r.Value = vj
+	}
+	for _, name := range sortedKeys(ft.Distributions) {
+		dj, err := marshalDist(ft.Distributions[name])
+		if err != nil {
+			return nil, fmt.Errorf("trial %d, parameter %q: %w", number, name, err)
+		}
+		r.Params = append(r.Params, journalParam{Name: name, Value: ft.internal[name], Dist: dj})
+	}
+	if len(ft.UserAttrs) > 0 {
+		r.UserAttrs = map[string]json.RawMessage{}
+		for k, v := range ft.UserAttrs {
+			vj, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("trial %d: user attribute %q must be JSON-encodable; %T is not: %w", number, k, v, err)
+			}
+			r.UserAttrs[k] = vj
+		}
+	}
+	if len(ft.SystemAttrs) > 0 {
+		r.SystemAttrs = maps.Clone(ft.SystemAttrs)
+	}
+	return r, nil
+}
+
+// trial decodes the trial of an add_trial record.
+func (r *journalRecord) trial() (FrozenTrial, error) {
+	state, err := parseState(r.State)
+	if err != nil {
+		return FrozenTrial{}, err
+	}
+	ft := FrozenTrial{Number: *r.Trial, State: state, Value: math.NaN(), Message: r.Message, recovered: r.Recovered,
+		Distributions: map[string]Distribution{}, internal: map[string]float64{},
+		UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(r.SystemAttrs)}
+	if r.Time != nil {
+		ft.Started = *r.Time
+	}
+	if r.End != nil {
+		ft.Finished = *r.End
+	}
+	if state == Complete {
+		if err := json.Unmarshal(r.Value, &ft.Value); err != nil {
+			return FrozenTrial{}, fmt.Errorf("trial %d: value: %w", ft.Number, err)
+		}
+	}
+	for _, p := range r.Params {
+		d, err := unmarshalDist(p.Dist)
+		if err != nil {
+			return FrozenTrial{}, fmt.Errorf("trial %d, parameter %q: distribution: %w", ft.Number, p.Name, err)
+		}
+		ft.Distributions[p.Name], ft.internal[p.Name] = d, p.Value
+	}
+	for k, vj := range r.UserAttrs {
+		var v any
+		if err := json.Unmarshal(vj, &v); err != nil {
+			return FrozenTrial{}, fmt.Errorf("trial %d, user attribute %q: %w", ft.Number, k, err)
+		}
+		ft.UserAttrs[k] = v
+	}
+	return ft, nil
 }
 
 // update runs fn under the exclusive file lock, after replaying what others
@@ -277,6 +386,13 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 		j.logger.Warn("search: removed a cut-short final journal record", "journal", j.path, "offset", j.offset, "bytes", j.tail)
 		j.tail = 0
 	}
+	// The records fn emits are applied at once and written together, in one
+	// write and one fsync, when fn returns (even with an error: those
+	// emitted were applied), so that a change of several records (a trial
+	// and its system attributes, a failure and its retry) is not split
+	// by a crash of this process.
+	var buf []byte
+	lines := 0
 	emit := func(r *journalRecord) error {
 		line, err := json.Marshal(r)
 		if err != nil {
@@ -285,20 +401,25 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 		if err := j.apply(r); err != nil {
 			return err
 		}
-		line = append(line, '\n')
-		if _, err := j.f.Write(line); err != nil {
-			j.broken = err
-			return fmt.Errorf("journal %s: write: %w", j.path, err)
-		}
-		if err := j.f.Sync(); err != nil {
-			j.broken = err
-			return fmt.Errorf("journal %s: fsync: %w", j.path, err)
-		}
-		j.offset += int64(len(line))
-		j.line++
+		buf = append(append(buf, line...), '\n')
+		lines++
 		return nil
 	}
-	return fn(emit)
+	ferr := fn(emit)
+	if len(buf) == 0 {
+		return ferr
+	}
+	if _, err := j.f.Write(buf); err != nil {
+		j.broken = err
+		return fmt.Errorf("journal %s: write: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		j.broken = err
+		return fmt.Errorf("journal %s: fsync: %w", j.path, err)
+	}
+	j.offset += int64(len(buf))
+	j.line += lines
+	return ferr
 }
 
 func (j *JournalStorage) createStudy(name string, dir Direction) (Direction, bool, error) {
@@ -316,19 +437,116 @@ func (j *JournalStorage) createStudy(name string, dir Direction) (Direction, boo
 	return got, existed, err
 }
 
-func (j *JournalStorage) createTrial(study string) (int, time.Time, error) {
-	var number int
+func (j *JournalStorage) studyDirection(name string) (Direction, error) {
+	if err := j.read(); err != nil {
+		return 0, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st, err := j.state.study(name)
+	if err != nil {
+		return 0, err
+	}
+	return st.dir, nil
+}
+
+func (j *JournalStorage) startTrial(study string, plan startPlan) (FrozenTrial, error) {
+	var ft FrozenTrial
 	now := time.Now()
+	err := j.update(func(emit func(*journalRecord) error) error {
+		w, attrs, err := j.state.plan(study, plan)
+		if err != nil {
+			return err
+		}
+		o := selfOwner()
+		number := len(j.state.studies[study].trials)
+		if w != nil {
+			number = w.ft.Number
+			err = emit(&journalRecord{Op: opStartTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
+		} else {
+			err = emit(&journalRecord{Op: opCreateTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(attrs) {
+			vj, _ := json.Marshal(attrs[k])
+			if err := emit(&journalRecord{Op: opSetSystemAttr, Study: study, Trial: &number, Name: k, Value: vj}); err != nil {
+				return err
+			}
+		}
+		ft = j.state.studies[study].trials[number].ft.clone()
+		return nil
+	})
+	return ft, err
+}
+
+func (j *JournalStorage) enqueueTrial(study string, ft FrozenTrial) (int, error) {
+	var number int
 	err := j.update(func(emit func(*journalRecord) error) error {
 		s, err := j.state.study(study)
 		if err != nil {
 			return err
 		}
 		number = len(s.trials)
-		o := selfOwner()
-		return emit(&journalRecord{Op: opCreateTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
+		ft.State = Waiting
+		r, err := addTrialRecord(study, number, ft)
+		if err != nil {
+			return err
+		}
+		return emit(r)
 	})
-	return number, now, err
+	return number, err
+}
+
+// emitRetry emits the add_trial record of the retry of failed trial ft, if any.
+func (j *JournalStorage) emitRetry(emit func(*journalRecord) error, study string, ft FrozenTrial, retries int) (*FrozenTrial, error) {
+	r, ok := retryOf(ft, retries)
+	if !ok {
+		return nil, nil
+	}
+	number := len(j.state.studies[study].trials)
+	rec, err := addTrialRecord(study, number, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := emit(rec); err != nil {
+		return nil, err
+	}
+	c := j.state.studies[study].trials[number].ft.clone()
+	return &c, nil
+}
+
+func (j *JournalStorage) importStudy(name string, dir Direction, trials []FrozenTrial) error {
+	return j.update(func(emit func(*journalRecord) error) error {
+		if _, ok := j.state.studies[name]; ok {
+			return fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)
+		}
+		// Validate everything first: a record that does not apply would
+		// leave half a study in the journal.
+		recs := make([]*journalRecord, 0, len(trials))
+		for i, ft := range trials {
+			ft.Number = i
+			if err := checkAdded(&ft); err != nil {
+				return err
+			}
+			r, err := addTrialRecord(name, i, normalizeAdded(ft))
+			if err != nil {
+				return err
+			}
+			recs = append(recs, r)
+		}
+		now := time.Now()
+		if err := emit(&journalRecord{Op: opCreateStudy, Study: name, Version: journalVersion, Direction: dir.String(), Time: &now}); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (j *JournalStorage) setParam(study string, number int, name string, x float64, d Distribution) error {
@@ -362,11 +580,12 @@ func (j *JournalStorage) setSystemAttr(study string, number int, key, v string) 
 	})
 }
 
-func (j *JournalStorage) finishTrial(study string, number int, state TrialState, value float64, msg string) (FrozenTrial, error) {
+func (j *JournalStorage) finishTrial(study string, number int, state TrialState, value float64, msg string, retries int) (FrozenTrial, *FrozenTrial, error) {
 	if err := checkFinish(number, state, value); err != nil {
-		return FrozenTrial{}, err
+		return FrozenTrial{}, nil, err
 	}
 	var ft FrozenTrial
+	var retry *FrozenTrial
 	now := time.Now()
 	err := j.update(func(emit func(*journalRecord) error) error {
 		r := &journalRecord{Op: opFinishTrial, Study: study, Trial: &number, State: state.String(), Message: msg, Time: &now}
@@ -381,9 +600,11 @@ func (j *JournalStorage) finishTrial(study string, number int, state TrialState,
 			return err
 		}
 		ft = j.state.studies[study].trials[number].ft.clone()
-		return nil
+		var err error
+		retry, err = j.emitRetry(emit, study, ft, retries)
+		return err
 	})
-	return ft, err
+	return ft, retry, err
 }
 
 func (j *JournalStorage) trials(study string) ([]FrozenTrial, error) {
@@ -397,8 +618,8 @@ func (j *JournalStorage) trials(study string) ([]FrozenTrial, error) {
 
 // failStale marks Fail, with a record saying why, every Running trial of the
 // study whose process on this machine is gone.
-func (j *JournalStorage) failStale(study string) ([]int, error) {
-	var failed []int
+func (j *JournalStorage) failStale(study string, retries int) ([]staleTrial, error) {
+	var failed []staleTrial
 	err := j.update(func(emit func(*journalRecord) error) error {
 		s, err := j.state.study(study)
 		if err != nil {
@@ -419,7 +640,15 @@ func (j *JournalStorage) failStale(study string) ([]int, error) {
 				Message: msg, Recovered: true, Time: &now}); err != nil {
 				return err
 			}
-			failed = append(failed, number)
+			r, err := j.emitRetry(emit, study, t.ft, retries)
+			if err != nil {
+				return err
+			}
+			st := staleTrial{number: number, retry: -1}
+			if r != nil {
+				st.retry = r.Number
+			}
+			failed = append(failed, st)
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -59,7 +60,7 @@ type PostgresStorage struct {
 
 // pgSchemaVersion is the version of the tables this gomase writes;
 // pgMigrations[v] upgrades version v to v+1.
-const pgSchemaVersion = 1
+const pgSchemaVersion = 2
 
 var pgMigrations = []string{
 	0: `
@@ -120,6 +121,26 @@ CREATE TABLE gomase_trial_system_attrs (
 	PRIMARY KEY (study_id, number, key),
 	FOREIGN KEY (study_id, number) REFERENCES gomase_trials ON DELETE CASCADE
 );`,
+	// Version 2: waiting trials (enqueued retries and imported ones), which
+	// have no start time yet. The checks of gomase_trials are made again,
+	// named, whatever names version 1 gave them.
+	1: `
+DO $$
+DECLARE c record;
+BEGIN
+	FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'gomase_trials'::regclass AND contype = 'c' LOOP
+		EXECUTE format('ALTER TABLE gomase_trials DROP CONSTRAINT %I', c.conname);
+	END LOOP;
+END $$;
+ALTER TABLE gomase_trials ALTER COLUMN started DROP NOT NULL;
+ALTER TABLE gomase_trials
+	ADD CONSTRAINT gomase_trials_number_check CHECK (number >= 0),
+	ADD CONSTRAINT gomase_trials_state_check CHECK (state IN ('running', 'complete', 'pruned', 'fail', 'waiting')),
+	ADD CONSTRAINT gomase_trials_value_check CHECK ((state = 'complete') = (value IS NOT NULL)),
+	ADD CONSTRAINT gomase_trials_finished_check CHECK ((state IN ('running', 'waiting')) = (finished IS NULL)),
+	ADD CONSTRAINT gomase_trials_started_check CHECK (state = 'waiting' OR started IS NOT NULL),
+	ADD CONSTRAINT gomase_trials_heartbeat_ms_check CHECK (heartbeat_ms > 0);
+CREATE INDEX gomase_trials_waiting ON gomase_trials (study_id, number) WHERE state = 'waiting';`,
 }
 
 // pgMigrationLock is the advisory lock key under which the schema is checked
@@ -421,27 +442,237 @@ func (p *PostgresStorage) heartbeatMS() *int64 {
 	return &ms
 }
 
-func (p *PostgresStorage) createTrial(study string) (int, time.Time, error) {
-	var number int
-	now := pgTime(time.Now())
-	o := p.self
-	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
-		var id int64
-		err := tx.QueryRow(ctx, `UPDATE gomase_studies SET next_trial = next_trial + 1 WHERE name = $1
-			RETURNING id, next_trial - 1`, study).Scan(&id, &number)
+func (p *PostgresStorage) studyDirection(name string) (Direction, error) {
+	var dir Direction
+	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
+		var d string
+		err := tx.QueryRow(ctx, "SELECT direction FROM gomase_studies WHERE name = $1", name).Scan(&d)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoStudy(study)
+			return errNoStudy(name)
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO gomase_trials (study_id, number, state, started,
-				owner_host, owner_pid, owner_boot, owner_start, owner_session, heartbeat, heartbeat_ms)
-			VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, now(), $9)`,
-			id, number, now, o.Host, o.PID, o.Boot, int64(o.Start), p.id, p.heartbeatMS())
+		dir, err = ParseDirection(d)
 		return err
 	})
-	return number, now, err
+	return dir, err
+}
+
+// lockStudy locks the row of a study, for the rest of the transaction, and
+// returns its id: trials are started and enqueued under this lock.
+func lockStudy(ctx context.Context, tx pgx.Tx, study string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1 FOR UPDATE", study).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errNoStudy(study)
+	}
+	return id, err
+}
+
+// nextNumber takes the next trial number of a study whose row is locked.
+func nextNumber(ctx context.Context, tx pgx.Tx, id int64) (int, error) {
+	var number int
+	err := tx.QueryRow(ctx, "UPDATE gomase_studies SET next_trial = next_trial + 1 WHERE id = $1 RETURNING next_trial - 1", id).Scan(&number)
+	return number, err
+}
+
+// startTrial runs in one transaction under the study row's lock, so that
+// the plan (the grid's choice of a point, OptimizeUntil's count of the
+// trials still to run) sees every trial started before and none can start
+// before this one is recorded with its system attributes.
+func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial, error) {
+	var ft FrozenTrial
+	o := p.self
+	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
+		id, err := lockStudy(ctx, tx, study)
+		if err != nil {
+			return err
+		}
+		waiting := -1
+		err = tx.QueryRow(ctx, "SELECT number FROM gomase_trials WHERE study_id = $1 AND state = 'waiting' ORDER BY number LIMIT 1",
+			id).Scan(&waiting)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var attrs map[string]string
+		if plan != nil {
+			ts, err := p.trialsTx(ctx, tx, study, id)
+			if err != nil {
+				return err
+			}
+			var w *FrozenTrial
+			if waiting >= 0 {
+				for i := range ts {
+					if ts[i].Number == waiting {
+						w = &ts[i]
+					}
+				}
+			}
+			if attrs, err = plan(ts, w); err != nil {
+				return pgInvalid{err}
+			}
+		}
+		now := pgTime(time.Now())
+		number := waiting
+		if waiting >= 0 {
+			_, err = tx.Exec(ctx, `UPDATE gomase_trials SET state = 'running', started = $3,
+					owner_host = $4, owner_pid = $5, owner_boot = $6, owner_start = $7, owner_session = $8, heartbeat = now(), heartbeat_ms = $9
+				WHERE study_id = $1 AND number = $2`,
+				id, waiting, now, o.Host, o.PID, o.Boot, int64(o.Start), p.id, p.heartbeatMS())
+		} else {
+			if number, err = nextNumber(ctx, tx, id); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO gomase_trials (study_id, number, state, started,
+					owner_host, owner_pid, owner_boot, owner_start, owner_session, heartbeat, heartbeat_ms)
+				VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8, now(), $9)`,
+				id, number, now, o.Host, o.PID, o.Boot, int64(o.Start), p.id, p.heartbeatMS())
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(attrs) {
+			if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_system_attrs (study_id, number, key, value) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (study_id, number, key) DO UPDATE SET value = EXCLUDED.value`, id, number, k, attrs[k]); err != nil {
+				return err
+			}
+		}
+		if waiting < 0 { // a new trial holds only what was just written
+			ft = FrozenTrial{Number: number, State: Running, Value: math.NaN(), Started: now,
+				Params: map[string]any{}, Distributions: map[string]Distribution{}, internal: map[string]float64{},
+				UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(attrs)}
+			if ft.SystemAttrs == nil {
+				ft.SystemAttrs = map[string]string{}
+			}
+			return nil
+		}
+		ts, err := loadTrials(ctx, tx, id, " AND number = $2", number)
+		if err != nil {
+			return err
+		}
+		if len(ts) != 1 {
+			return fmt.Errorf("trial %d of study %q vanished while starting it", number, study)
+		}
+		ft = ts[0]
+		return nil
+	})
+	return ft, err
+}
+
+// insertWhole inserts a trial given whole (waiting or finished) as number.
+func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft FrozenTrial) error {
+	ft.Number = number
+	if err := checkAdded(&ft); err != nil {
+		return pgInvalid{err}
+	}
+	var value *float64
+	if ft.State == Complete {
+		value = &ft.Value
+	}
+	var started, finished *time.Time
+	if !ft.Started.IsZero() {
+		t := pgTime(ft.Started)
+		started = &t
+	}
+	if ft.State.IsFinished() {
+		t := pgTime(ft.Finished)
+		if ft.Finished.IsZero() {
+			t = pgTime(time.Now())
+		}
+		finished = &t
+		if started == nil {
+			started = finished
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO gomase_trials (study_id, number, state, value, message, recovered, started, finished)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, number, ft.State.String(), value, ft.Message, ft.recovered, started, finished)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(ft.Distributions) {
+		dj, err := marshalDist(ft.Distributions[name])
+		if err != nil {
+			return pgInvalid{fmt.Errorf("trial %d, parameter %q: %w", number, name, err)}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_params (study_id, number, name, value, distribution) VALUES ($1, $2, $3, $4, $5)`,
+			id, number, name, ft.internal[name], []byte(dj)); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(ft.UserAttrs) {
+		vj, err := json.Marshal(ft.UserAttrs[k])
+		if err != nil {
+			return pgInvalid{fmt.Errorf("trial %d: user attribute %q must be JSON-encodable; %T is not: %w", number, k, ft.UserAttrs[k], err)}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_user_attrs (study_id, number, key, value) VALUES ($1, $2, $3, $4)`,
+			id, number, k, vj); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(ft.SystemAttrs) {
+		if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_system_attrs (study_id, number, key, value) VALUES ($1, $2, $3, $4)`,
+			id, number, k, ft.SystemAttrs[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *PostgresStorage) enqueueTrial(study string, ft FrozenTrial) (int, error) {
+	var number int
+	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
+		id, err := lockStudy(ctx, tx, study)
+		if err != nil {
+			return err
+		}
+		if number, err = nextNumber(ctx, tx, id); err != nil {
+			return err
+		}
+		ft.State = Waiting
+		return insertWhole(ctx, tx, id, number, ft)
+	})
+	return number, err
+}
+
+// enqueueRetry inserts the retry of failed trial ft (retryOf), if any.
+func enqueueRetry(ctx context.Context, tx pgx.Tx, study string, ft FrozenTrial, retries int) (*FrozenTrial, error) {
+	r, ok := retryOf(ft, retries)
+	if !ok {
+		return nil, nil
+	}
+	id, err := lockStudy(ctx, tx, study)
+	if err != nil {
+		return nil, err
+	}
+	if r.Number, err = nextNumber(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	if err := insertWhole(ctx, tx, id, r.Number, r); err != nil {
+		return nil, err
+	}
+	r = normalizeAdded(r)
+	return &r, nil
+}
+
+func (p *PostgresStorage) importStudy(name string, dir Direction, trials []FrozenTrial) error {
+	return p.write(func(ctx context.Context, tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO gomase_studies (name, direction, next_trial) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING RETURNING id`, name, dir.String(), len(trials)).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return pgInvalid{fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)}
+		}
+		if err != nil {
+			return err
+		}
+		for i, ft := range trials {
+			if err := insertWhole(ctx, tx, id, i, ft); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func errNoStudy(study string) error {
@@ -472,6 +703,9 @@ func lockRunning(ctx context.Context, tx pgx.Tx, study string, number int) (int6
 	}
 	if err != nil {
 		return 0, err
+	}
+	if state == Waiting.String() {
+		return 0, pgInvalid{fmt.Errorf("trial %d of study %q is waiting (enqueued), not running; only a running trial can change", number, study)}
 	}
 	if state != Running.String() {
 		if msg != "" {
@@ -543,10 +777,11 @@ func (p *PostgresStorage) setSystemAttr(study string, number int, key, v string)
 	})
 }
 
-func (p *PostgresStorage) finishTrial(study string, number int, state TrialState, value float64, msg string) (FrozenTrial, error) {
+func (p *PostgresStorage) finishTrial(study string, number int, state TrialState, value float64, msg string, retries int) (FrozenTrial, *FrozenTrial, error) {
 	if err := checkFinish(number, state, value); err != nil {
-		return FrozenTrial{}, err
+		return FrozenTrial{}, nil, err
 	}
+	var retry *FrozenTrial
 	var stored *float64
 	if state == Complete {
 		stored = &value
@@ -570,9 +805,10 @@ func (p *PostgresStorage) finishTrial(study string, number int, state TrialState
 			return fmt.Errorf("trial %d of study %q vanished while finishing it", number, study)
 		}
 		ft = ts[0]
-		return nil
+		retry, err = enqueueRetry(ctx, tx, study, ft, retries)
+		return err
 	})
-	return ft, err
+	return ft, retry, err
 }
 
 // trials reads the study's trials. Finished trials never change, so those
@@ -589,25 +825,30 @@ func (p *PostgresStorage) trials(study string) ([]FrozenTrial, error) {
 		if err != nil {
 			return err
 		}
-		kept, from, skip := p.kept(study, id)
-		fresh, err := loadTrials(ctx, tx, id, " AND number >= $2 AND NOT (number = ANY($3))", from, skip)
-		if err != nil {
-			return err
-		}
-		p.keep(study, id, fresh)
-		out = make([]FrozenTrial, 0, len(kept)+len(fresh))
-		i := 0
-		for _, ft := range fresh { // merge two lists in number order
-			for i < len(kept) && kept[i].Number < ft.Number {
-				out = append(out, kept[i])
-				i++
-			}
-			out = append(out, ft)
-		}
-		out = append(out, kept[i:]...)
-		return nil
+		out, err = p.trialsTx(ctx, tx, study, id)
+		return err
 	})
 	return out, err
+}
+
+// trialsTx reads the trials of study id in transaction tx, with the kept ones.
+func (p *PostgresStorage) trialsTx(ctx context.Context, tx pgx.Tx, study string, id int64) ([]FrozenTrial, error) {
+	kept, from, skip := p.kept(study, id)
+	fresh, err := loadTrials(ctx, tx, id, " AND number >= $2 AND NOT (number = ANY($3))", from, skip)
+	if err != nil {
+		return nil, err
+	}
+	p.keep(study, id, fresh)
+	out := make([]FrozenTrial, 0, len(kept)+len(fresh))
+	i := 0
+	for _, ft := range fresh { // merge two lists in number order
+		for i < len(kept) && kept[i].Number < ft.Number {
+			out = append(out, kept[i])
+			i++
+		}
+		out = append(out, ft)
+	}
+	return append(out, kept[i:]...), nil
 }
 
 // pgKept are the finished trials of a study that a storage has read.
@@ -681,8 +922,8 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 		var ft FrozenTrial
 		var state string
 		var value *float64
-		var finished *time.Time
-		if err := rows.Scan(&ft.Number, &state, &value, &ft.Message, &ft.recovered, &ft.Started, &finished); err != nil {
+		var started, finished *time.Time
+		if err := rows.Scan(&ft.Number, &state, &value, &ft.Message, &ft.recovered, &started, &finished); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -693,6 +934,9 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 		ft.Value = math.NaN()
 		if value != nil {
 			ft.Value = *value
+		}
+		if started != nil {
+			ft.Started = *started
 		}
 		if finished != nil {
 			ft.Finished = *finished
@@ -899,7 +1143,7 @@ func (p *PostgresStorage) staleReason(o owner, heartbeatMS *int64, age float64) 
 // failStale marks Fail, with a message saying why, every Running trial of
 // the study whose process is gone (see staleReason). Each is finished in its
 // own transaction, after checking again under the trial's row lock.
-func (p *PostgresStorage) failStale(study string) ([]int, error) {
+func (p *PostgresStorage) failStale(study string, retries int) ([]staleTrial, error) {
 	type candidate struct {
 		number int
 		o      owner
@@ -940,12 +1184,13 @@ func (p *PostgresStorage) failStale(study string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	var failed []int
+	var failed []staleTrial
 	for _, c := range cands {
 		now := pgTime(time.Now())
 		done := false
+		retry := -1
 		err := p.write(func(ctx context.Context, tx pgx.Tx) error {
-			done = false
+			done, retry = false, -1
 			var state string
 			var ms *int64
 			var age float64
@@ -962,16 +1207,35 @@ func (p *PostgresStorage) failStale(study string) ([]int, error) {
 			if state != Running.String() || msg == "" {
 				return nil // finished meanwhile, or its heartbeat came back
 			}
-			_, err = tx.Exec(ctx, `UPDATE gomase_trials t SET state = 'fail', message = $3, recovered = true, finished = $4
-				FROM gomase_studies s WHERE s.id = t.study_id AND s.name = $1 AND t.number = $2`, study, c.number, msg, now)
-			done = err == nil
-			return err
+			var id int64
+			err = tx.QueryRow(ctx, `UPDATE gomase_trials t SET state = 'fail', message = $3, recovered = true, finished = $4
+				FROM gomase_studies s WHERE s.id = t.study_id AND s.name = $1 AND t.number = $2 RETURNING t.study_id`,
+				study, c.number, msg, now).Scan(&id)
+			if err != nil {
+				return err
+			}
+			ts, err := loadTrials(ctx, tx, id, " AND number = $2", c.number)
+			if err != nil {
+				return err
+			}
+			if len(ts) != 1 {
+				return fmt.Errorf("trial %d of study %q vanished while failing it", c.number, study)
+			}
+			r, err := enqueueRetry(ctx, tx, study, ts[0], retries)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				retry = r.Number
+			}
+			done = true
+			return nil
 		})
 		if err != nil {
 			return failed, err
 		}
 		if done {
-			failed = append(failed, c.number)
+			failed = append(failed, staleTrial{number: c.number, retry: retry})
 		}
 	}
 	return failed, nil

@@ -83,7 +83,7 @@ func init() {
 		orphan: func(t *testing.T, s Storage, study string, o owner) int {
 			p := s.(*PostgresStorage)
 			other := &PostgresStorage{pool: p.pool, where: p.where, url: p.url, logger: p.logger, self: o}
-			n, _, err := other.createTrial(study)
+			n, _, err := createTrial(other, study)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestPostgresConcurrentTrials(t *testing.T) {
 		p := openPG(t, u)
 		wg.Go(func() {
 			for range each {
-				n, _, err := p.createTrial("c")
+				n, _, err := createTrial(p, "c")
 				if err == nil {
 					err = p.setUserAttr("c", n, "worker", w)
 				}
@@ -217,7 +217,7 @@ func TestPostgresConcurrentTrials(t *testing.T) {
 					err = p.setParam("c", n, "x", float64(n), FloatDistribution{Low: 0, High: 1000})
 				}
 				if err == nil {
-					_, err = p.finishTrial("c", n, Complete, float64(w), "")
+					_, err = finishTrial(p, "c", n, Complete, float64(w), "")
 				}
 				if err != nil {
 					t.Error(err)
@@ -306,12 +306,12 @@ func TestPostgresKeptTrials(t *testing.T) {
 	}
 	fd := FloatDistribution{Low: 0, High: 1}
 	for range 4 {
-		if _, _, err := b.createTrial("k"); err != nil {
+		if _, _, err := createTrial(b, "k"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, n := range []int{0, 2} {
-		if _, err := b.finishTrial("k", n, Complete, 1, ""); err != nil {
+		if _, err := finishTrial(b, "k", n, Complete, 1, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -324,7 +324,7 @@ func TestPostgresKeptTrials(t *testing.T) {
 	if err := errors.Join(b.setParam("k", 1, "x", 0.5, fd), b.setParam("k", 3, "x", 0.5, fd)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.finishTrial("k", 1, Pruned, 0, ""); err != nil {
+	if _, err := finishTrial(b, "k", 1, Pruned, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := states(a); got != "c0p1c0r1" {
@@ -466,17 +466,17 @@ func TestPostgresHeartbeat(t *testing.T) {
 	sameHost := openPG(t, u)
 
 	time.Sleep(2 * heartbeatGrace(interval))
-	if failed, err := elsewhere.failStale("hb"); err != nil || len(failed) != 0 {
+	if failed, err := failStale(elsewhere, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale while the heartbeat beats: %v %v", failed, err)
 	}
 	// The heartbeat stops (as if the process were killed or cut off).
 	worker.Close()
 	time.Sleep(heartbeatGrace(interval) + interval)
 	// On the trials' host, the process is looked up: it lives.
-	if failed, err := sameHost.failStale("hb"); err != nil || len(failed) != 0 {
+	if failed, err := failStale(sameHost, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale on the same host: %v %v", failed, err)
 	}
-	failed, err := elsewhere.failStale("hb")
+	failed, err := failStale(elsewhere, "hb")
 	if err != nil || !reflect.DeepEqual(failed, []int{beating.Number()}) {
 		t.Fatalf("failStale from another host after the heartbeat stopped: %v %v, want [%d]", failed, err, beating.Number())
 	}
@@ -499,7 +499,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 	if err := p.SetHeartbeat(interval); err != nil {
 		t.Fatal(err)
 	}
-	n, _, err := p.createTrial("hb")
+	n, _, err := createTrial(p, "hb")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 		t.Errorf("heartbeat_ms still set after SetHeartbeat(0)")
 	}
 	time.Sleep(heartbeatGrace(interval) + interval)
-	if failed, err := elsewhere.failStale("hb"); err != nil || len(failed) != 0 {
+	if failed, err := failStale(elsewhere, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale after SetHeartbeat(0): %v %v", failed, err)
 	}
 	// Optimize, with a heartbeat, in a process killed mid-trial: another
@@ -524,7 +524,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for len(killed) == 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		if killed, err = elsewhere.failStale("mp"); err != nil {
+		if killed, err = failStale(elsewhere, "mp"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -649,7 +649,7 @@ func TestOpenStorage(t *testing.T) {
 	}
 	p := openPG(t, u)
 	p.Close()
-	if _, _, err := p.createTrial("o"); err == nil || !strings.Contains(err.Error(), "is closed") {
+	if _, _, err := createTrial(p, "o"); err == nil || !strings.Contains(err.Error(), "is closed") {
 		t.Errorf("createTrial after Close: %v", err)
 	}
 }

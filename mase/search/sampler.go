@@ -15,19 +15,19 @@ type Sampler interface {
 	Sample(study *Study, trial *Trial, name string, dist Distribution) (float64, error)
 }
 
-// trialStarter is a sampler that prepares each trial (the grid picks its point).
+// trialStarter is a sampler that prepares each trial (the grid picks its
+// point). startAttrs runs under the storage's lock as the trial starts (see
+// startPlan), with the study's trials and the Waiting trial being started
+// (nil for a new one); it returns the system attributes to record with the
+// trial, ErrStudyStopped, or errWait.
 type trialStarter interface {
-	beforeTrial(s *Study, t *Trial) error
+	startAttrs(s *Study, trials []FrozenTrial, waiting *FrozenTrial) (map[string]string, error)
 }
 
-// trialFinisher is a sampler that may stop the study after a trial.
-type trialFinisher interface {
-	afterTrial(s *Study, ft FrozenTrial) (stop bool, err error)
-}
-
-// finiteSampler is a sampler that can run out of points.
+// finiteSampler is a sampler that can run out of points (its startAttrs
+// then returns ErrStudyStopped).
 type finiteSampler interface {
-	exhausted(s *Study) (bool, error)
+	finite()
 }
 
 // newRNG returns the generator of a sampler seeded with seed.

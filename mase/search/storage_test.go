@@ -107,27 +107,27 @@ func TestStorageSemantics(t *testing.T) {
 				t.Fatalf("createStudy(a) again: %v %v %v", d, existed, err)
 			}
 			noStudy := `study "nope" does not exist in the storage`
-			_, _, err = s.createTrial("nope")
+			_, _, err = createTrial(s, "nope")
 			wantErr(t, "createTrial(nope)", err, noStudy)
 			_, err = s.trials("nope")
 			wantErr(t, "trials(nope)", err, noStudy)
 			wantErr(t, "setParam(nope)", s.setParam("nope", 0, "x", 0, FloatDistribution{Low: 0, High: 1}), noStudy)
-			_, err = s.finishTrial("nope", 0, Complete, 1, "")
+			_, err = finishTrial(s, "nope", 0, Complete, 1, "")
 			wantErr(t, "finishTrial(nope)", err, noStudy)
 
 			// Trials are numbered from 0 in each study.
-			n0, start0, err := s.createTrial("a")
+			n0, start0, err := createTrial(s, "a")
 			must(err)
-			n1, _, err := s.createTrial("a")
+			n1, _, err := createTrial(s, "a")
 			must(err)
-			n2, _, err := s.createTrial("a")
+			n2, _, err := createTrial(s, "a")
 			must(err)
 			if n0 != 0 || n1 != 1 || n2 != 2 {
 				t.Fatalf("trial numbers %d %d %d", n0, n1, n2)
 			}
 			must2 := func(_ Direction, _ bool, err error) { must(err) }
 			must2(s.createStudy("b", Minimize))
-			if nb, _, err := s.createTrial("b"); err != nil || nb != 0 {
+			if nb, _, err := createTrial(s, "b"); err != nil || nb != 0 {
 				t.Fatalf("first trial of b: %d %v", nb, err)
 			}
 			for _, n := range []int{3, -1} {
@@ -153,23 +153,23 @@ func TestStorageSemantics(t *testing.T) {
 			}
 
 			// Finishing.
-			_, err = s.finishTrial("a", 0, Running, 1, "")
+			_, err = finishTrial(s, "a", 0, Running, 1, "")
 			wantErr(t, "finish as running", err, "cannot finish trial 0 in state running")
-			_, err = s.finishTrial("a", 0, Complete, math.NaN(), "")
+			_, err = finishTrial(s, "a", 0, Complete, math.NaN(), "")
 			wantErr(t, "complete with NaN", err, "a complete trial needs a finite value")
-			_, err = s.finishTrial("a", 0, Complete, math.Inf(1), "")
+			_, err = finishTrial(s, "a", 0, Complete, math.Inf(1), "")
 			wantErr(t, "complete with +Inf", err, "a complete trial needs a finite value")
-			ft, err := s.finishTrial("a", 0, Complete, 1.5, "")
+			ft, err := finishTrial(s, "a", 0, Complete, 1.5, "")
 			must(err)
 			if ft.Number != 0 || ft.State != Complete || ft.Value != 1.5 || ft.Params["x"] != 0.75 || ft.Params["c"] != 2 ||
 				ft.Params["n"] != 3 || ft.UserAttrs["note"] != "hello" || ft.SystemAttrs["grid"] != "g1" ||
 				ft.Finished.IsZero() || ft.Finished.Before(ft.Started) || !ft.Started.Equal(start0) {
 				t.Errorf("finished trial 0: %+v", ft)
 			}
-			_, err = s.finishTrial("a", 0, Fail, 0, "again")
+			_, err = finishTrial(s, "a", 0, Fail, 0, "again")
 			wantErr(t, "finish twice", err, `trial 0 of study "a" is already finished (complete); only a running trial can change`)
 			wantErr(t, "setParam(finished)", s.setParam("a", 0, "y", 0, fd), "is already finished")
-			ft, err = s.finishTrial("a", 1, Pruned, 3, "too slow")
+			ft, err = finishTrial(s, "a", 1, Pruned, 3, "too slow")
 			must(err)
 			if ft.State != Pruned || !math.IsNaN(ft.Value) || ft.Message != "too slow" {
 				t.Errorf("pruned trial 1: %+v", ft)
@@ -200,20 +200,20 @@ func TestStorageSemantics(t *testing.T) {
 			}
 
 			// failStale leaves this process's trial and fails a dead process's.
-			failed, err := s.failStale("a")
+			failed, err := failStale(s, "a")
 			if err != nil || len(failed) != 0 {
 				t.Fatalf("failStale with a live owner: %v %v", failed, err)
 			}
 			if k.orphan == nil {
 				return
 			}
-			_, err = s.failStale("nope")
+			_, err = failStale(s, "nope")
 			wantErr(t, "failStale(nope)", err, noStudy)
 			n := k.orphan(t, s, "a", deadOwner(t))
 			if n != 3 {
 				t.Fatalf("orphan trial %d, want 3", n)
 			}
-			failed, err = s.failStale("a")
+			failed, err = failStale(s, "a")
 			if err != nil || !reflect.DeepEqual(failed, []int{3}) {
 				t.Fatalf("failStale: %v %v, want [3]", failed, err)
 			}
@@ -222,9 +222,31 @@ func TestStorageSemantics(t *testing.T) {
 			if ts[3].State != Fail || !ts[3].recovered || !strings.Contains(ts[3].Message, "is gone") || ts[2].State != Running {
 				t.Errorf("after failStale: trial 3 %v %q, trial 2 %v", ts[3].State, ts[3].Message, ts[2].State)
 			}
-			if failed, err = s.failStale("a"); err != nil || len(failed) != 0 {
+			if failed, err = failStale(s, "a"); err != nil || len(failed) != 0 {
 				t.Errorf("failStale again: %v %v", failed, err)
 			}
 		})
 	}
+}
+
+// createTrial starts a new trial with no plan (the old createTrial).
+func createTrial(s Storage, study string) (int, time.Time, error) {
+	ft, err := s.startTrial(study, nil)
+	return ft.Number, ft.Started, err
+}
+
+// finishTrial finishes a trial without retry.
+func finishTrial(s Storage, study string, number int, state TrialState, value float64, msg string) (FrozenTrial, error) {
+	ft, _, err := s.finishTrial(study, number, state, value, msg, 0)
+	return ft, err
+}
+
+// failStale fails stale trials without retry and returns their numbers.
+func failStale(s Storage, study string) ([]int, error) {
+	st, err := s.failStale(study, 0)
+	var out []int
+	for _, f := range st {
+		out = append(out, f.number)
+	}
+	return out, err
 }

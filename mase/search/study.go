@@ -2,9 +2,11 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -44,6 +46,16 @@ type Config struct {
 	// stored: Optuna's optimize(callbacks=...). Trials finished by other
 	// processes sharing the storage are not reported.
 	Callbacks []func(*Study, FrozenTrial)
+	// RetryFailed re-enqueues a trial that ends Fail (its objective failed
+	// or panicked, or its worker died and it was marked failed) as a new,
+	// Waiting trial with the same parameters, which the next Ask of any
+	// worker sharing the storage runs first; at most RetryFailed times per
+	// original trial (0: never). The retry is recorded in the same change
+	// as the failure, with the system attributes failed_trial (the number
+	// of the original trial) and retry_history (the numbers of the failed
+	// attempts, as a JSON list), as Optuna's RetryFailedTrialCallback makes
+	// it. Give every worker of a study the same value.
+	RetryFailed int
 }
 
 // Study is an optimisation task: a direction, a sampler and a storage holding
@@ -57,9 +69,22 @@ type Study struct {
 	logger    *slog.Logger
 	callbacks []func(*Study, FrozenTrial)
 
+	retries int
+
 	samplerMu sync.Mutex
 	stop      atomic.Bool
+
+	recoverMu   sync.Mutex
+	lastRecover time.Time
 }
+
+// recoverEvery is how often Optimize and OptimizeUntil look for trials of
+// dead workers between trials (and at every try while waiting).
+const recoverEvery = time.Second
+
+// waitWarning is how long a worker waits for other workers' running trials
+// before it warns that it still does.
+const waitWarning = time.Minute
 
 // NewStudy creates the study cfg describes, or resumes it when cfg.Storage
 // already holds a study of that name (a journal written by an earlier run):
@@ -67,9 +92,13 @@ type Study struct {
 // whose process on this machine is gone are marked Fail. The recorded
 // direction must match cfg.Direction.
 func NewStudy(cfg Config) (*Study, error) {
-	s := &Study{name: cfg.Name, direction: cfg.Direction, sampler: cfg.Sampler, storage: cfg.Storage, logger: cfg.Logger, callbacks: cfg.Callbacks}
+	s := &Study{name: cfg.Name, direction: cfg.Direction, sampler: cfg.Sampler, storage: cfg.Storage, logger: cfg.Logger,
+		callbacks: cfg.Callbacks, retries: cfg.RetryFailed}
 	if s.name == "" {
 		s.name = "default"
+	}
+	if s.retries < 0 {
+		return nil, fmt.Errorf("search: NewStudy: RetryFailed %d is invalid; it must be ≥ 0 (0: no retry)", s.retries)
 	}
 	if s.direction != Minimize && s.direction != Maximize {
 		return nil, fmt.Errorf("search: NewStudy: direction %v is invalid (allowed: Minimize, Maximize)", s.direction)
@@ -96,7 +125,7 @@ func NewStudy(cfg Config) (*Study, error) {
 			s.name, dir, s.direction)
 	}
 	if existed {
-		if err := s.recover(); err != nil {
+		if _, err := s.recover(); err != nil {
 			return nil, err
 		}
 		if trials, err := s.storage.trials(s.name); err == nil {
@@ -106,16 +135,43 @@ func NewStudy(cfg Config) (*Study, error) {
 	return s, nil
 }
 
-// recover marks Fail the Running trials whose process is gone.
-func (s *Study) recover() error {
-	failed, err := s.storage.failStale(s.name)
+// recover marks Fail the Running trials whose process is gone (and
+// enqueues their retries); it reports whether it failed any.
+func (s *Study) recover() (bool, error) {
+	s.recoverMu.Lock()
+	s.lastRecover = time.Now()
+	s.recoverMu.Unlock()
+	failed, err := s.storage.failStale(s.name, s.retries)
 	if err != nil {
-		return fmt.Errorf("search: study %q: marking crashed trials failed: %w", s.name, err)
+		return false, fmt.Errorf("search: study %q: marking crashed trials failed: %w", s.name, err)
 	}
 	if len(failed) > 0 {
-		s.logger.Warn("search: trials left running by a crashed process were marked failed", "study", s.name, "trials", failed)
+		var numbers, retries []int
+		for _, f := range failed {
+			numbers = append(numbers, f.number)
+			if f.retry >= 0 {
+				retries = append(retries, f.retry)
+			}
+		}
+		if len(retries) > 0 {
+			s.logger.Warn("search: trials left running by a crashed process were marked failed and enqueued again", "study", s.name, "trials", numbers, "retries", retries)
+		} else {
+			s.logger.Warn("search: trials left running by a crashed process were marked failed", "study", s.name, "trials", numbers)
+		}
 	}
-	return nil
+	return len(failed) > 0, nil
+}
+
+// recoverSometimes runs recover when it has not run for recoverEvery.
+func (s *Study) recoverSometimes() error {
+	s.recoverMu.Lock()
+	due := time.Since(s.lastRecover) >= recoverEvery
+	s.recoverMu.Unlock()
+	if !due {
+		return nil
+	}
+	_, err := s.recover()
+	return err
 }
 
 // Name returns the study's name.
@@ -183,7 +239,9 @@ type Objective func(t *Trial) (float64, error)
 //
 // The timeout is checked between trials: a running trial is not interrupted.
 // A failed or pruned trial does not stop the study: its error is recorded
-// in FrozenTrial.Message and logged.
+// in FrozenTrial.Message and logged. Waiting trials (retries, EnqueueTrial)
+// run before new ones. Trials of dead workers are marked Fail at the start
+// and then every second or so, between trials.
 func (s *Study) Optimize(ctx context.Context, objective Objective, nTrials int, timeout time.Duration) error {
 	if objective == nil {
 		return errors.New("search: Optimize: objective is nil")
@@ -194,22 +252,28 @@ func (s *Study) Optimize(ctx context.Context, objective Objective, nTrials int, 
 		}
 	}
 	s.stop.Store(false)
-	if err := s.recover(); err != nil {
+	if _, err := s.recover(); err != nil {
 		return err
 	}
-	start := time.Now()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
 	for i := 0; nTrials <= 0 || i < nTrials; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if timeout > 0 && time.Since(start) >= timeout {
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return nil
 		}
 		if s.stop.Load() {
 			return nil
 		}
-		if _, err := s.runTrial(ctx, objective); err != nil {
-			if errors.Is(err, ErrStudyStopped) {
+		if err := s.recoverSometimes(); err != nil {
+			return err
+		}
+		if _, err := s.runTrial(ctx, objective, 0, deadline); err != nil {
+			if errors.Is(err, ErrStudyStopped) || errors.Is(err, errStopWaiting) {
 				return nil
 			}
 			return err
@@ -218,13 +282,18 @@ func (s *Study) Optimize(ctx context.Context, objective Objective, nTrials int, 
 	return nil
 }
 
-// OptimizeUntil runs trials until the study has total trials that finished
-// Complete or Pruned, counting those already in the storage and those other
-// processes sharing it finish (so N workers may overshoot total by up to
-// N−1). This is how a killed study is resumed: run OptimizeUntil again with
-// the same total. Failed trials do not count; after 10 consecutive failures
-// of its own trials it gives up with an error. It stops early, as Optimize
-// does, on timeout, Stop, an exhausted sampler or ctx cancellation.
+// OptimizeUntil runs trials until the study holds total Complete trials,
+// counting those already in the storage and those other workers sharing it
+// run (Optuna's MaxTrialsCallback(total)); pruned and failed trials do not
+// count. Workers never overshoot: a trial starts only while the study's
+// complete and running trials are fewer than total, checked under the
+// storage's lock; when they are not, the worker waits for the running trials
+// of the others (one of them may fail), marking those of dead workers
+// failed, and returns once total trials are complete. This is how a killed
+// study is resumed: run OptimizeUntil again with the same total. After 10
+// consecutive failures of its own trials it gives up with an error. It stops
+// early, as Optimize does, on timeout (also while waiting), Stop, an
+// exhausted sampler or ctx cancellation.
 func (s *Study) OptimizeUntil(ctx context.Context, objective Objective, total int, timeout time.Duration) error {
 	if objective == nil {
 		return errors.New("search: OptimizeUntil: objective is nil")
@@ -233,31 +302,30 @@ func (s *Study) OptimizeUntil(ctx context.Context, objective Objective, total in
 		return fmt.Errorf("search: OptimizeUntil: total %d is invalid; it must be ≥ 1", total)
 	}
 	s.stop.Store(false)
-	if err := s.recover(); err != nil {
+	if _, err := s.recover(); err != nil {
 		return err
 	}
-	start := time.Now()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
 	fails := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if timeout > 0 && time.Since(start) >= timeout {
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return nil
 		}
 		if s.stop.Load() {
 			return nil
 		}
-		ts, err := s.storage.trials(s.name)
-		if err != nil {
-			return fmt.Errorf("search: study %q: %w", s.name, err)
+		if err := s.recoverSometimes(); err != nil {
+			return err
 		}
-		if countStates(ts, Complete, Pruned) >= total {
-			return nil
-		}
-		ft, err := s.runTrial(ctx, objective)
+		ft, err := s.runTrial(ctx, objective, total, deadline)
 		if err != nil {
-			if errors.Is(err, ErrStudyStopped) {
+			if errors.Is(err, ErrStudyStopped) || errors.Is(err, errStopWaiting) {
 				return nil
 			}
 			return err
@@ -288,8 +356,8 @@ func countStates(ts []FrozenTrial, states ...TrialState) int {
 }
 
 // runTrial asks for a trial, runs the objective on it, and tells the result.
-func (s *Study) runTrial(ctx context.Context, objective Objective) (FrozenTrial, error) {
-	t, err := s.Ask(ctx)
+func (s *Study) runTrial(ctx context.Context, objective Objective, limit int, deadline time.Time) (FrozenTrial, error) {
+	t, err := s.ask(ctx, limit, deadline, true)
 	if err != nil {
 		return FrozenTrial{}, err
 	}
@@ -310,40 +378,170 @@ func (s *Study) callObjective(objective Objective, t *Trial) (value float64, err
 	return objective(t)
 }
 
-// Ask starts a new trial for an objective run by hand; finish it with Tell.
-// It returns ErrStudyStopped when the sampler has nothing left to try.
+// Ask starts a trial for an objective run by hand; finish it with Tell. It
+// starts the oldest Waiting trial (a retry, or one EnqueueTrial added), if
+// any, else a new one. It returns ErrStudyStopped when the sampler has
+// nothing left to try. When every grid point left is being evaluated by
+// other workers it waits (until ctx is done) for one of them to finish or
+// fail.
 func (s *Study) Ask(ctx context.Context) (*Trial, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if f, ok := s.sampler.(finiteSampler); ok {
-		s.samplerMu.Lock()
-		done, err := f.exhausted(s)
-		s.samplerMu.Unlock()
+	return s.ask(ctx, 0, time.Time{}, false)
+}
+
+// errStopWaiting: the worker stopped waiting to start a trial (its timeout
+// passed, or Stop was called).
+var errStopWaiting = errors.New("search: stopped waiting for running trials to finish")
+
+// ask starts a trial (startTrial with the study's plan: at most limit
+// complete and running trials when limit > 0, the grid's point). When the
+// plan says to wait, it marks the trials of dead workers failed and tries
+// again, every 20 ms at first and then up to every second, until ctx is done,
+// the deadline (if not zero) passes, or, when stoppable, Stop is called.
+func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppable bool) (*Trial, error) {
+	delay := 20 * time.Millisecond
+	var waitStart time.Time
+	for warned := false; ; {
+		t, err := s.start(ctx, limit)
+		if !errors.Is(err, errWait) {
+			return t, err
+		}
+		switch {
+		case waitStart.IsZero():
+			waitStart = time.Now()
+			s.logger.Info("search: waiting for the running trials of other workers before starting another", "study", s.name)
+		case !warned && time.Since(waitStart) >= waitWarning:
+			warned = true
+			var running []int
+			if ts, err := s.storage.trials(s.name); err == nil {
+				for _, t := range ts {
+					if t.State == Running {
+						running = append(running, t.Number)
+					}
+				}
+			}
+			s.logger.Warn("search: still waiting for running trials of other workers; a trial whose worker died on another machine is marked failed only through its heartbeat (PostgresStorage.SetHeartbeat, mase search --heartbeat)",
+				"study", s.name, "waited", time.Since(waitStart).Round(time.Second), "running", running)
+		}
+		recovered, err := s.recover()
 		if err != nil {
-			return nil, fmt.Errorf("search: study %q: %w", s.name, err)
+			return nil, err
 		}
-		if done {
-			return nil, ErrStudyStopped
+		if recovered {
+			continue
 		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		if (!deadline.IsZero() && !time.Now().Before(deadline)) || (stoppable && s.stop.Load()) {
+			return nil, errStopWaiting
+		}
+		delay = min(2*delay, time.Second)
 	}
-	number, started, err := s.storage.createTrial(s.name)
+}
+
+// plan is the startPlan of the study's trials: at most limit complete and
+// running trials (limit > 0), and the sampler's own (the grid's point).
+func (s *Study) plan(limit int) startPlan {
+	starter, _ := s.sampler.(trialStarter)
+	if limit <= 0 && starter == nil {
+		return nil
+	}
+	return func(ts []FrozenTrial, waiting *FrozenTrial) (map[string]string, error) {
+		if limit > 0 {
+			complete, running := 0, 0
+			for i := range ts {
+				switch ts[i].State {
+				case Complete:
+					complete++
+				case Running:
+					running++
+				}
+			}
+			if complete >= limit {
+				return nil, ErrStudyStopped
+			}
+			if complete+running >= limit {
+				return nil, errWait
+			}
+		}
+		if starter != nil {
+			return starter.startAttrs(s, ts, waiting)
+		}
+		return nil, nil
+	}
+}
+
+// start starts one trial, or returns ErrStudyStopped or errWait.
+func (s *Study) start(ctx context.Context, limit int) (*Trial, error) {
+	plan := s.plan(limit)
+	_, locked := s.sampler.(trialStarter)
+	if locked { // the plan uses the sampler's state
+		s.samplerMu.Lock()
+	}
+	ft, err := s.storage.startTrial(s.name, plan)
+	if locked {
+		s.samplerMu.Unlock()
+	}
+	if errors.Is(err, ErrStudyStopped) || errors.Is(err, errWait) {
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("search: study %q: creating a trial: %w", s.name, err)
+		return nil, fmt.Errorf("search: study %q: starting a trial: %w", s.name, err)
 	}
-	t := &Trial{study: s, number: number, ctx: ctx, started: started,
-		internal: map[string]float64{}, dists: map[string]Distribution{},
-		userAttrs: map[string]any{}, systemAttrs: map[string]string{}}
-	if b, ok := s.sampler.(trialStarter); ok {
-		s.samplerMu.Lock()
-		err := b.beforeTrial(s, t)
-		s.samplerMu.Unlock()
-		if err != nil {
-			_, ferr := s.finish(t, Fail, math.NaN(), "sampler: "+err.Error())
-			return nil, errors.Join(fmt.Errorf("search: study %q, trial %d: %w", s.name, number, err), ferr)
+	t := &Trial{study: s, number: ft.Number, ctx: ctx, started: ft.Started,
+		internal: maps.Clone(ft.internal), dists: maps.Clone(ft.Distributions), preset: map[string]bool{},
+		userAttrs: maps.Clone(ft.UserAttrs), systemAttrs: maps.Clone(ft.SystemAttrs)}
+	for name := range t.dists {
+		t.preset[name] = true
+	}
+	if t.internal == nil {
+		t.internal, t.dists = map[string]float64{}, map[string]Distribution{}
+	}
+	if t.userAttrs == nil {
+		t.userAttrs = map[string]any{}
+	}
+	if t.systemAttrs == nil {
+		t.systemAttrs = map[string]string{}
+	}
+	if fp, ok := ft.SystemAttrs[fixedParamsAttr]; ok {
+		if err := json.Unmarshal([]byte(fp), &t.fixed); err != nil {
+			s.logger.Warn("search: ignoring the fixed parameters of an enqueued trial: they are not a JSON object",
+				"study", s.name, "trial", ft.Number, "fixed_params", fp, "error", err)
 		}
+	}
+	if _, retry := ft.SystemAttrs[failedTrialAttr]; retry || len(t.fixed) > 0 {
+		s.logger.Info("search: running an enqueued trial", "study", s.name, "trial", ft.Number, "params", ft.Params,
+			"failed_trial", ft.SystemAttrs[failedTrialAttr], "fixed_params", ft.SystemAttrs[fixedParamsAttr])
 	}
 	return t, nil
+}
+
+// EnqueueTrial adds a Waiting trial that the next Ask, of any worker sharing
+// the storage, runs before any new trial, and returns its number (Optuna's
+// enqueue_trial). params fixes parameters by name, with the values the
+// objective is to get (a float, an int, a choice); a parameter it lacks is
+// sampled as usual. The values must be JSON-encodable: they are recorded as
+// the system attribute fixed_params.
+func (s *Study) EnqueueTrial(params map[string]any) (int, error) {
+	pj, err := json.Marshal(params)
+	if err != nil {
+		return 0, fmt.Errorf("search: EnqueueTrial: the parameters must be JSON-encodable (nil, bool, string, numbers): %w", err)
+	}
+	if params == nil {
+		pj = []byte("{}")
+	}
+	n, err := s.storage.enqueueTrial(s.name, FrozenTrial{State: Waiting, SystemAttrs: map[string]string{fixedParamsAttr: string(pj)}})
+	if err != nil {
+		return 0, fmt.Errorf("search: study %q: EnqueueTrial: %w", s.name, err)
+	}
+	return n, nil
 }
 
 // Tell finishes a trial from Ask with the objective's result: a nil error
@@ -377,17 +575,6 @@ func (s *Study) Tell(t *Trial, value float64, err error) (FrozenTrial, error) {
 	for _, cb := range s.callbacks {
 		cb(s, ft)
 	}
-	if a, ok := s.sampler.(trialFinisher); ok {
-		s.samplerMu.Lock()
-		stop, aerr := a.afterTrial(s, ft)
-		s.samplerMu.Unlock()
-		if aerr != nil {
-			return ft, fmt.Errorf("search: study %q: %w", s.name, aerr)
-		}
-		if stop {
-			s.Stop()
-		}
-	}
 	return ft, nil
 }
 
@@ -399,9 +586,13 @@ func (s *Study) finish(t *Trial, state TrialState, value float64, msg string) (F
 	}
 	t.finished = true
 	t.mu.Unlock()
-	ft, err := s.storage.finishTrial(s.name, t.number, state, value, msg)
+	ft, retry, err := s.storage.finishTrial(s.name, t.number, state, value, msg, s.retries)
 	if err != nil {
 		return ft, fmt.Errorf("search: study %q, finishing trial %d: %w", s.name, t.number, err)
+	}
+	if retry != nil {
+		s.logger.Warn("search: failed trial enqueued again with the same parameters", "study", s.name, "trial", ft.Number,
+			"retry", retry.Number, "retry_history", retry.SystemAttrs[retryHistoryAttr])
 	}
 	return ft, nil
 }

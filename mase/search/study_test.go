@@ -15,7 +15,7 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-func newTestStudy(t *testing.T, cfg Config) *Study {
+func newTestStudy(t testing.TB, cfg Config) *Study {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quiet

@@ -18,7 +18,9 @@ var ErrPruned = errors.New("search: trial pruned")
 // TrialState is the life-cycle state of a trial.
 type TrialState int
 
-// Trial states. A trial starts Running and ends in one of the other three.
+// Trial states. A trial starts Running (or Waiting, when it is enqueued: a
+// retry of a failed trial, or Study.EnqueueTrial) and ends Complete, Pruned
+// or Fail. The values are Optuna's TrialState.
 const (
 	// Running: the objective has not returned yet (or its process crashed
 	// and no one has noticed yet).
@@ -30,11 +32,14 @@ const (
 	// Fail: the objective returned another error, panicked, returned NaN or
 	// ±Inf, or its process died.
 	Fail
+	// Waiting: enqueued, with its parameters fixed, for the next worker
+	// that asks for a trial (Optuna's WAITING).
+	Waiting
 )
 
-var stateNames = [...]string{"running", "complete", "pruned", "fail"}
+var stateNames = [...]string{"running", "complete", "pruned", "fail", "waiting"}
 
-// String returns "running", "complete", "pruned" or "fail".
+// String returns "running", "complete", "pruned", "fail" or "waiting".
 func (s TrialState) String() string {
 	if s >= 0 && int(s) < len(stateNames) {
 		return stateNames[s]
@@ -51,7 +56,7 @@ func parseState(s string) (TrialState, error) {
 			return TrialState(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown trial state %q (allowed: running, complete, pruned, fail)", s)
+	return 0, fmt.Errorf("unknown trial state %q (allowed: running, complete, pruned, fail, waiting)", s)
 }
 
 // Direction says whether a study minimises or maximises its objective.
@@ -118,7 +123,7 @@ type FrozenTrial struct {
 	// Message says why a trial failed or was pruned (the error text).
 	Message string
 	// Started and Finished are the wall-clock times of the trial's start and
-	// end; Finished is zero while the trial runs.
+	// end; Finished is zero while the trial runs, Started while it waits.
 	Started, Finished time.Time
 
 	internal  map[string]float64 // Params in the internal representation
@@ -171,6 +176,8 @@ type Trial struct {
 	internal  map[string]float64
 	dists     map[string]Distribution
 	userAttrs map[string]any
+	preset    map[string]bool // parameters the trial held when it started (a retry's)
+	fixed     map[string]any  // fixed_params of an enqueued trial
 
 	sysMu       sync.Mutex // separate from mu: samplers read these while mu is held
 	systemAttrs map[string]string
@@ -285,13 +292,26 @@ func (t *Trial) suggest(name string, d Distribution) (float64, error) {
 	}
 	if old, ok := t.dists[name]; ok {
 		if !old.equal(d) {
+			if t.preset[name] {
+				return 0, fmt.Errorf("search: parameter %q of trial %d is fixed to %v with distribution %v (the trial retries an earlier one with its parameters); suggesting it as %v is not allowed",
+					name, t.number, old.ToExternal(t.internal[name]), old, d)
+			}
 			return 0, fmt.Errorf("search: parameter %q was already suggested in trial %d as %v; suggesting it again as %v is not allowed (use the same distribution, or another name)",
 				name, t.number, old, d)
 		}
 		return t.internal[name], nil
 	}
 	var x float64
-	if d.Single() {
+	if v, ok := t.fixed[name]; ok {
+		var err error
+		if x, err = d.ToInternal(v); err != nil {
+			return 0, fmt.Errorf("search: trial %d, parameter %q: the enqueued value does not fit %v: %w", t.number, name, d, err)
+		}
+		if !d.Contains(x) {
+			t.study.logger.Warn("search: the enqueued value is outside the parameter's distribution; it is used anyway",
+				"trial", t.number, "param", name, "value", v, "distribution", d.String())
+		}
+	} else if d.Single() {
 		switch d := d.(type) {
 		case FloatDistribution:
 			x = d.Low

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gomase/gomase/mase/search"
+)
+
+// `mase search export` and `mase search import`: a study to and from
+// Optuna's JournalFileStorage format (mase/search/optuna.go).
+
+const (
+	searchExportUsage = "export --format optuna-journal --storage FILE|postgresql://... --study NAME OUT.log"
+	searchImportUsage = "import --storage FILE|postgresql://... [--study NAME] [--as NAME] IN.log"
+)
+
+// optunaFormat is the one --format export writes.
+const optunaFormat = "optuna-journal"
+
+// parseWithFile parses flags and one positional FILE, which may come
+// before, between or after the flags.
+func parseWithFile(fs *flag.FlagSet, args []string, what string) (string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(files) {
+	case 0:
+		return "", fmt.Errorf("no %s given (one file name after the flags)", what)
+	case 1:
+		return files[0], nil
+	}
+	return "", fmt.Errorf("%d files given (%s); give one %s", len(files), strings.Join(files, ", "), what)
+}
+
+// openExisting opens the storage of --storage, which must exist: a
+// PostgreSQL URL, or a journal file that is there (opening a journal creates
+// it otherwise).
+func openExisting(spec string, logger *slog.Logger) (search.StorageCloser, error) {
+	if spec == "" {
+		return nil, errors.New("--storage is required (a journal file or a postgresql:// URL)")
+	}
+	if !search.IsPostgresURL(spec) {
+		if _, err := os.Stat(spec); err != nil {
+			return nil, fmt.Errorf("--storage %s: no such journal file (give the journal of a study, or a postgresql:// URL)", spec)
+		}
+	}
+	return search.OpenStorage(spec, logger)
+}
+
+// stateCounts is a JSON object of trial counts by state.
+func stateCounts(m map[search.TrialState]int) map[string]int {
+	out := map[string]int{}
+	for st, n := range m {
+		out[st.String()] = n
+	}
+	return out
+}
+
+// runSearchExport is `mase search export`.
+func runSearchExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("search export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", optunaFormat, "the format to write: "+optunaFormat+" (Optuna's JournalFileStorage, Optuna 3.1 and later)")
+	storage := fs.String("storage", "", "where the study is: a journal file or a postgresql:// URL (required)")
+	study := fs.String("study", "", "the study to export (required)")
+	out, err := parseWithFile(fs, args, "output file")
+	if err != nil {
+		return fmt.Errorf("%w; usage: mase search %s", err, searchExportUsage)
+	}
+	if *format != optunaFormat {
+		return fmt.Errorf("unknown --format %q (allowed: %s)", *format, optunaFormat)
+	}
+	if *study == "" {
+		return errors.New("--study is required (the name of the study to export)")
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("%s already exists; export writes a new Optuna journal (remove it, or name another file)", out)
+	}
+	st, err := openExisting(*storage, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Written aside and renamed into place: nobody reads a half-written
+	// journal, and a failed export leaves nothing.
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	n, err := search.ExportOptunaJournal(st, *study, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "exported study %q (%d trials) from %s to %s; in Python: optuna.load_study(study_name=%q, "+
+		"storage=optuna.storages.JournalStorage(optuna.storages.JournalFileStorage(%q))), or: optuna-dashboard %s\n",
+		*study, n, st.String(), out, *study, out, out)
+	return json.NewEncoder(stdout).Encode(map[string]any{"exported": *study, "file": out, "format": optunaFormat, "trials": n})
+}
+
+// runSearchImport is `mase search import`.
+func runSearchImport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("search import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storage := fs.String("storage", "", "where to create the study: a journal file (created if needed) or a postgresql:// URL (required)")
+	study := fs.String("study", "", "the study of the journal to import (default: its only study)")
+	as := fs.String("as", "", "the name of the study in --storage (default: the same as in the journal)")
+	in, err := parseWithFile(fs, args, "Optuna journal")
+	if err != nil {
+		return fmt.Errorf("%w; usage: mase search %s", err, searchImportUsage)
+	}
+	if *storage == "" {
+		return errors.New("--storage is required (a journal file or a postgresql:// URL)")
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := search.OpenStorage(*storage, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	imp, err := search.ImportOptunaJournal(st, f, *study, *as)
+	if err != nil {
+		return err
+	}
+	total := 0
+	var parts []string
+	for s, n := range imp.Trials {
+		total += n
+		parts = append(parts, fmt.Sprintf("%d %v", n, s))
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(stderr, "imported study %q (%v, %d trials: %s) from %s into %s; go on with: mase search --storage %s --study %s …\n",
+		imp.Study, imp.Direction, total, strings.Join(parts, ", "), in, st.String(), st.String(), imp.Study)
+	for _, note := range imp.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", note)
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"imported": imp.Study, "direction": imp.Direction.String(),
+		"trials": total, "states": stateCounts(imp.Trials), "notes": imp.Notes})
+}
