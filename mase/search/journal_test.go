@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,27 +88,7 @@ func openStudy(t *testing.T, path, name string, sampler Sampler, logger *slog.Lo
 func TestJournalRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "study.jsonl")
 	s := openStudy(t, path, "rt", mustTPE(t, TPEOptions{Seed: 1, NStartupTrials: 4}), nil)
-	obj := func(tr *Trial) (float64, error) {
-		if _, err := mixedObjective(false, false)(tr); err != nil {
-			return 0, err
-		}
-		c, err := tr.SuggestCategorical("typed", []any{int8(1), uint(2), float32(0.5), 2.5, true, nil, "s"})
-		if err != nil {
-			return 0, err
-		}
-		if err := errors.Join(tr.SetUserAttr("note", fmt.Sprint("trial ", tr.Number())),
-			tr.SetUserAttr("metrics", map[string]float64{"acc": 0.5})); err != nil {
-			return 0, err
-		}
-		switch tr.Number() % 5 {
-		case 3:
-			return 0, fmt.Errorf("%w: early", ErrPruned)
-		case 4:
-			return 0, fmt.Errorf("failed with choice %v", c)
-		}
-		return float64(tr.Number()) / 3, nil
-	}
-	if err := s.Optimize(context.Background(), obj, 15, 0); err != nil {
+	if err := s.Optimize(context.Background(), roundTripObjective, 15, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A value JSON cannot hold is refused, naming the problem.
@@ -125,23 +104,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after) != len(before) {
-		t.Fatalf("%d trials after reopening, want %d", len(after), len(before))
-	}
-	for i := range before {
-		b, a := before[i], after[i]
-		if a.Number != b.Number || a.State != b.State || a.Message != b.Message ||
-			!(a.Value == b.Value || math.IsNaN(a.Value) && math.IsNaN(b.Value)) ||
-			!reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.UserAttrs, b.UserAttrs) ||
-			!reflect.DeepEqual(a.SystemAttrs, b.SystemAttrs) || !a.Started.Equal(b.Started) || !a.Finished.Equal(b.Finished) {
-			t.Errorf("trial %d differs after reopening:\n%+v\n%+v", i, b, a)
-		}
-		for name, d := range b.Distributions {
-			if !d.equal(a.Distributions[name]) {
-				t.Errorf("trial %d: distribution of %q %v became %v", i, name, d, a.Distributions[name])
-			}
-		}
-	}
+	compareReopened(t, before, after)
 	if _, ok := after[0].Params["typed"]; !ok {
 		t.Fatal("typed choice missing")
 	}
