@@ -15,9 +15,31 @@ import (
 // the trial records them, best so far, duration), and the search
 // library's per-trial log lines are kept to warnings.
 func LiveStudy(name string, sampler search.Sampler, total int) (*search.Study, error) {
+	return liveStudy(nil, name, sampler, total)
+}
+
+// LiveStudyAt is LiveStudy on a shared storage: spec is a journal file or a
+// PostgreSQL URL (search.OpenStorage), the same as `mase search --storage
+// SPEC --study NAME`, so that workers started elsewhere share the study and
+// a study started again resumes. Close the storage when done.
+func LiveStudyAt(spec, name string, sampler search.Sampler, total int) (*search.Study, search.StorageCloser, error) {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := search.OpenStorage(spec, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := liveStudy(st, name, sampler, total)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return s, st, nil
+}
+
+func liveStudy(storage search.Storage, name string, sampler search.Sampler, total int) (*search.Study, error) {
 	id := display.NewID()
 	display.HTML(fmt.Sprintf(`<div id="%s">%s: starting</div>`, id, name))
-	return search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler,
+	return search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler, Storage: storage,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Callbacks: []func(*search.Study, search.FrozenTrial){func(s *search.Study, ft search.FrozenTrial) {
 			display.UpdateHTML(id, progressLine(name, total, s, ft))
