@@ -334,9 +334,14 @@ func (s *Server) adminURL(db string) string {
 
 // admin runs statements as the superuser in database postgres.
 func (s *Server) admin(ctx context.Context, stmts ...string) error {
+	return s.exec(ctx, "postgres", stmts...)
+}
+
+// exec runs statements as the superuser in database db, each on its own.
+func (s *Server) exec(ctx context.Context, db string, stmts ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.adminURL("postgres"))
+	conn, err := pgx.Connect(ctx, s.adminURL(db))
 	if err != nil {
 		return fmt.Errorf("pgtest: connecting as %s: %w", Admin, err)
 	}
@@ -383,19 +388,7 @@ func (s *Server) Database(t testing.TB) string {
 // Exec runs statements as the superuser in database db (to set up a state a
 // test needs, say).
 func (s *Server) Exec(db string, stmts ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.adminURL(db))
-	if err != nil {
-		return fmt.Errorf("pgtest: connecting as %s: %w", Admin, err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range stmts {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return fmt.Errorf("pgtest: %s: %w", q, err)
-		}
-	}
-	return nil
+	return s.exec(context.Background(), db, stmts...)
 }
 
 // serverUser returns the credential to run the server with: nil when not

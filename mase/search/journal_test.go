@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -249,62 +248,9 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 	}
 }
 
-// TestJournalHelperProcess is the child process of the multi-process tests.
-func TestJournalHelperProcess(t *testing.T) {
-	mode := os.Getenv("SEARCH_CHILD_MODE")
-	if mode == "" {
-		t.Skip("helper process for the multi-process journal tests")
-	}
-	path := os.Getenv("SEARCH_CHILD_JOURNAL")
-	n, _ := strconv.Atoi(os.Getenv("SEARCH_CHILD_N"))
-	seed, _ := strconv.ParseInt(os.Getenv("SEARCH_CHILD_SEED"), 10, 64)
-	j, err := OpenJournal(path, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewStudy(Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: seed}), Storage: j, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := 0
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
-		started++
-		v, err := sphere(tr)
-		if mode == "crash" && started == n {
-			os.Exit(3) // killed mid-trial: the trial stays Running
-		}
-		return v, err
-	}, n, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func runChild(path, mode string, n int, seed int64) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestJournalHelperProcess$")
-	cmd.Env = append(os.Environ(), "SEARCH_CHILD_MODE="+mode, "SEARCH_CHILD_JOURNAL="+path,
-		"SEARCH_CHILD_N="+strconv.Itoa(n), "SEARCH_CHILD_SEED="+strconv.FormatInt(seed, 10))
-	return cmd
-}
-
 func TestJournalMultiProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mp.jsonl")
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
-	for w := range 3 {
-		cmd := runChild(path, "worker", 8, int64(w))
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, outs[i])
-		}
-	}
+	runWorkers(t, path, 3, 8)
 	if pids := checkUniqueNumbers(t, path, "mp", 24); len(pids) != 3 {
 		t.Errorf("trials came from %d processes, want 3", len(pids))
 	}

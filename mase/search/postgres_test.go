@@ -3,7 +3,6 @@
 package search
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -313,67 +311,9 @@ func TestPostgresKeptTrials(t *testing.T) {
 	}
 }
 
-// TestPostgresHelperProcess is the child process of the multi-process tests.
-func TestPostgresHelperProcess(t *testing.T) {
-	u := os.Getenv("SEARCH_PG_URL")
-	if u == "" {
-		t.Skip("helper process for the multi-process PostgreSQL tests")
-	}
-	mode := os.Getenv("SEARCH_CHILD_MODE")
-	n, _ := strconv.Atoi(os.Getenv("SEARCH_CHILD_N"))
-	seed, _ := strconv.ParseInt(os.Getenv("SEARCH_CHILD_SEED"), 10, 64)
-	p, err := OpenPostgres(u, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mode == "heartbeat" {
-		if err := p.SetHeartbeat(100 * time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := NewStudy(Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: seed}), Storage: p, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := 0
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
-		started++
-		v, err := sphere(tr)
-		if mode != "worker" && started == n {
-			os.Exit(3) // killed mid-trial: the trial stays Running
-		}
-		return v, err
-	}, n, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func runPGChild(u, mode string, n int, seed int64) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresHelperProcess$")
-	cmd.Env = append(os.Environ(), "SEARCH_PG_URL="+u, "SEARCH_CHILD_MODE="+mode,
-		"SEARCH_CHILD_N="+strconv.Itoa(n), "SEARCH_CHILD_SEED="+strconv.FormatInt(seed, 10))
-	return cmd
-}
-
 func TestPostgresMultiProcess(t *testing.T) {
 	u := pgDatabase(t)
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
-	for w := range 3 {
-		cmd := runPGChild(u, "worker", 8, int64(w))
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, out)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, outs[i])
-		}
-	}
+	runWorkers(t, u, 3, 8)
 	p := openPG(t, u)
 	ts := checkNumbers(t, p, "mp", 24)
 	if c := countStates(ts, Complete); c != 24 {
@@ -389,7 +329,7 @@ func TestPostgresMultiProcess(t *testing.T) {
 // completes the total.
 func TestPostgresProcessCrash(t *testing.T) {
 	u := pgDatabase(t)
-	out, err := runPGChild(u, "crash", 3, 1).CombinedOutput()
+	out, err := runChild(u, "crash", 3, 1).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("crashing child: %v\n%s", err, out)
@@ -484,7 +424,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 	}
 	// Optimize, with a heartbeat, in a process killed mid-trial: another
 	// host marks the trial Fail once the heartbeat is stale.
-	out, err := runPGChild(u, "heartbeat", 1, 1).CombinedOutput()
+	out, err := runChild(u, "heartbeat", 1, 1).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("crashing child: %v\n%s", err, out)

@@ -1,11 +1,15 @@
 package search
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +253,74 @@ func failStale(s Storage, study string) ([]int, error) {
 		out = append(out, f.number)
 	}
 	return out, err
+}
+
+// TestStorageHelperProcess is the child process of the multi-process
+// tests: a worker on the storage SEARCH_CHILD_STORAGE (a journal file or a
+// PostgreSQL URL) that runs SEARCH_CHILD_N trials of study "mp". In mode
+// "crash" or "heartbeat" (which first turns the PostgreSQL heartbeat on) it
+// exits in the middle of its last trial, leaving it Running.
+func TestStorageHelperProcess(t *testing.T) {
+	spec := os.Getenv("SEARCH_CHILD_STORAGE")
+	if spec == "" {
+		t.Skip("helper process for the multi-process storage tests")
+	}
+	mode := os.Getenv("SEARCH_CHILD_MODE")
+	n, _ := strconv.Atoi(os.Getenv("SEARCH_CHILD_N"))
+	seed, _ := strconv.ParseInt(os.Getenv("SEARCH_CHILD_SEED"), 10, 64)
+	st, err := OpenStorage(spec, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode == "heartbeat" {
+		if err := st.(*PostgresStorage).SetHeartbeat(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := NewStudy(Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: seed}), Storage: st, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+		started++
+		v, err := sphere(tr)
+		if mode != "worker" && started == n {
+			os.Exit(3) // killed mid-trial: the trial stays Running
+		}
+		return v, err
+	}, n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runChild returns the command of a TestStorageHelperProcess child.
+func runChild(spec, mode string, n int, seed int64) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStorageHelperProcess$")
+	cmd.Env = append(os.Environ(), "SEARCH_CHILD_STORAGE="+spec, "SEARCH_CHILD_MODE="+mode,
+		"SEARCH_CHILD_N="+strconv.Itoa(n), "SEARCH_CHILD_SEED="+strconv.FormatInt(seed, 10))
+	return cmd
+}
+
+// runWorkers runs workers child processes of n trials each on spec at
+// once (seeds 0, 1, …) and waits for all of them.
+func runWorkers(t *testing.T, spec string, workers, n int) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for w := range workers {
+		cmd := runChild(spec, "worker", n, int64(w))
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, outs[i])
+		}
+	}
 }
