@@ -17,13 +17,16 @@ func repoDir(cacheDir, id string) string {
 	return filepath.Join(cacheDir, "models--"+strings.ReplaceAll(id, "/", "--"))
 }
 
-// isCommit reports whether rev is a full 40-hex commit hash.
-func isCommit(rev string) bool {
-	if len(rev) != 40 {
+// isCommit reports whether rev is a full 40-hex commit hash (either case).
+func isCommit(rev string) bool { return isLowerHex(strings.ToLower(rev), 40) }
+
+// isLowerHex reports whether s is n lower-case hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
-	for _, r := range rev {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
 			return false
 		}
 	}

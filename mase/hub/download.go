@@ -311,17 +311,7 @@ func (c *config) writeBlob(ctx context.Context, cancel context.CancelFunc, resp 
 
 // isSHA256 reports whether s is 64 lower-case hex digits, the form of an
 // LFS file's etag.
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isSHA256(s string) bool { return isLowerHex(s, 64) }
 
 // statusError turns a non-200 response into a one-line error and records a
 // .no_exist marker when the file is known absent at a known commit.

@@ -23,8 +23,7 @@ func LiveStudy(name string, sampler search.Sampler, total int) (*search.Study, e
 // SPEC --study NAME`, so that workers started elsewhere share the study and
 // a study started again resumes. Close the storage when done.
 func LiveStudyAt(spec, name string, sampler search.Sampler, total int) (*search.Study, search.StorageCloser, error) {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := search.OpenStorage(spec, logger)
+	st, err := search.OpenStorage(spec, warnings())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,10 +39,16 @@ func liveStudy(storage search.Storage, name string, sampler search.Sampler, tota
 	id := display.NewID()
 	display.HTML(fmt.Sprintf(`<div id="%s">%s: starting</div>`, id, name))
 	return search.NewStudy(search.Config{Name: name, Direction: search.Maximize, Sampler: sampler, Storage: storage,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: warnings(),
 		Callbacks: []func(*search.Study, search.FrozenTrial){func(s *search.Study, ft search.FrozenTrial) {
 			display.UpdateHTML(id, progressLine(name, total, s, ft))
 		}}})
+}
+
+// warnings logs the search library's warnings to stderr, not its per-trial
+// lines.
+func warnings() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // progressLine is LiveStudy's line after trial ft.
