@@ -29,6 +29,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Rewrite is one compiled-mode graph pass.
@@ -131,7 +132,6 @@ func (r *Report) String() string {
 // result. Like MASE's transform passes it changes the graph it is given:
 // trace again for an untouched copy.
 func Optimize(mg *ir.MaseGraph, mode execute.Mode, selected []string) (*Report, error) {
-	registerHostKernels()
 	g := mg.Graph
 	for _, name := range selected {
 		if !slices.Contains(Names(), name) {
@@ -212,7 +212,7 @@ func replaceNode(g *ir.Graph, old *ir.Node, op ir.OpKind, target string, args []
 	var repl *ir.Node
 	err := g.InsertingAfter(old, func() error {
 		var err error
-		repl, err = g.AddNode(op, old.Name+"_"+strings.TrimPrefix(target, hostPrefix), target, args, kwargs)
+		repl, err = g.AddNode(op, old.Name+"_"+strings.TrimPrefix(target, ops.HostPrefix), target, args, kwargs)
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/passes"
 )
 
@@ -61,7 +62,7 @@ func sdpaKernel(mg *ir.MaseGraph) (int, error) {
 				kwargs[k] = v
 			}
 		}
-		if err := replaceNode(g, n, ir.CallFunction, HostSDPA, n.Args(), kwargs); err != nil {
+		if err := replaceNode(g, n, ir.CallFunction, ops.HostSDPA, n.Args(), kwargs); err != nil {
 			return changed, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		changed++
@@ -93,7 +94,7 @@ func geluKernel(mg *ir.MaseGraph) (int, error) {
 		if _, ok := n.Arg(0).(*ir.Node); !ok {
 			continue
 		}
-		if err := replaceNode(g, n, ir.CallFunction, HostGELU, n.Args(), nil); err != nil {
+		if err := replaceNode(g, n, ir.CallFunction, ops.HostGELU, n.Args(), nil); err != nil {
 			return changed, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		changed++
@@ -156,7 +157,7 @@ func mxint8Kernel(mg *ir.MaseGraph) (int, error) {
 		}
 		for _, p := range params {
 			var err error
-			p.out, err = g.AddNode(ir.CallFunction, ir.SanitizeName(p.layer.Target+"."+p.param)+"_dequantized", HostMXInt8,
+			p.out, err = g.AddNode(ir.CallFunction, ir.SanitizeName(p.layer.Target+"."+p.param)+"_dequantized", ops.HostMXInt8,
 				[]any{p.mw, p.ew, p.numel, p.group}, map[string]any{"shape": p.shape})
 			if err != nil {
 				return err

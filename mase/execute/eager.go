@@ -27,7 +27,7 @@ var (
 // every node is its own small GoMLX executable (compiled the first time
 // the node meets a set of input shapes, then cached), and every
 // intermediate tensor is materialised between nodes. Host nodes (see
-// HostFunction) run as Go code. It gives the same outputs as Compiled;
+// ops.HostKernel) run as Go code. It gives the same outputs as Compiled;
 // Lab 4 times the two against each other.
 //
 // Nodes whose value is a Go constant (shape arithmetic: size(), getattr
@@ -60,7 +60,7 @@ func NewEagerOn(be compute.Backend, mg *ir.MaseGraph, mode Mode) (*Eager, error)
 }
 
 // Segmented is compiled mode for a graph with graph breaks: every run of
-// consecutive nodes between host nodes (see HostFunction) is one GoMLX
+// consecutive nodes between host nodes (see ops.HostKernel) is one GoMLX
 // executable, JIT-compiled once per input shapes like Compiled, and each
 // host node runs as Go code on the tensors materialised at its boundary.
 // Without host nodes it is one segment, the whole graph.

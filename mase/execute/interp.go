@@ -4,7 +4,7 @@
 // operations: call_module nodes call the leaf module's Forward with its
 // parameters from the model's store (through the model's parametrizations,
 // after its forward pre-hooks); call_function and call_method nodes
-// use the operator table of this package. Compiled (see Compiled) turns the
+// use the operator table (package ops). Compiled (see Compiled) turns the
 // whole MaseGraph into one GoMLX computation, JIT-compiled once per input
 // shape.
 package execute
@@ -19,6 +19,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Mode selects train or eval behaviour (dropout).
@@ -87,33 +88,33 @@ func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals
 		if !ok {
 			return nil, fmt.Errorf("module %q (%s) is not a leaf module", n.Target, mod.TypeName())
 		}
-		call := &nn.Call{Graph: g, Scope: scopeAt(scope, n.Target), Path: n.Target, Training: mode.Training, Model: m}
-		if mode.Training {
-			store := scope.Store()
-			call.Random = func(dims ...int) *graph.Node {
-				return store.RandomUniform(g, shapes.Make(dtypes.Float32, dims...))
-			}
-		}
 		// Forward runs the module's forward pre-hooks first; c.Param
 		// applies its parameters' parametrizations (nn/parametrize.go).
-		return call.Forward(leaf, args, kwargs)
-	case ir.CallFunction:
-		fn, ok := functions[n.Target]
+		return newCall(g, scopeAt(scope, n.Target), n.Target, m, mode).Forward(leaf, args, kwargs)
+	case ir.CallFunction, ir.CallMethod:
+		op, ok := ops.Lookup(n.Op, n.Target)
 		if !ok {
-			if _, host := HostFunctionFor(n.Target); host {
-				return nil, hostOnlyError(n.Target)
-			}
-			return nil, fmt.Errorf("no lowering for function %q (known: %s)", n.Target, knownNames(functions))
+			return nil, ops.Unknown(n.Op, n.Target)
 		}
-		return fn(&opCtx{g: g, scope: scope, mode: mode}, args, kwargs)
-	case ir.CallMethod:
-		fn, ok := methods[n.Target]
-		if !ok {
-			return nil, fmt.Errorf("no lowering for method %q (known: %s)", n.Target, knownNames(methods))
+		if op.Lower == nil {
+			return nil, ops.HostOnlyError(n.Target)
 		}
-		return fn(&opCtx{g: g, scope: scope, mode: mode}, args, kwargs)
+		return op.Lower(newCall(g, scope, "", m, mode), args, kwargs)
 	}
 	return nil, fmt.Errorf("unknown node kind %q", n.Op)
+}
+
+// newCall is the context of one module, function or method lowering; in
+// train mode it draws random numbers (dropout) from the model store.
+func newCall(g *graph.Graph, scope *model.Scope, path string, m *nn.Model, mode Mode) *nn.Call {
+	c := &nn.Call{Graph: g, Scope: scope, Path: path, Training: mode.Training, Model: m}
+	if mode.Training {
+		store := scope.Store()
+		c.Random = func(dims ...int) *graph.Node {
+			return store.RandomUniform(g, shapes.Make(dtypes.Float32, dims...))
+		}
+	}
+	return c
 }
 
 // scopeAt returns the scope of a dotted module path.

@@ -10,25 +10,30 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/trace"
 )
 
 func init() {
 	// test.double multiplies a float32 tensor by 2 on the host.
-	execute.RegisterHostFunction("test.double", func(args []any, _ map[string]any) (any, error) {
-		x, err := execute.TensorArg("test.double", args, 0)
-		if err != nil {
-			return nil, err
-		}
-		v, err := tensors.CopyFlatData[float32](x)
-		if err != nil {
-			return nil, err
-		}
-		for i := range v {
-			v[i] *= 2
-		}
-		return tensors.FromFlatDataAndDimensions(v, x.Shape().Dimensions...), nil
-	})
+	if err := ops.Register(ops.Op{Kind: ir.CallFunction, Target: "test.double", Host: double}); err != nil {
+		panic(err)
+	}
+}
+
+func double(args []any, _ map[string]any) (any, error) {
+	x, err := ops.TensorArg("test.double", args, 0)
+	if err != nil {
+		return nil, err
+	}
+	v, err := tensors.CopyFlatData[float32](x)
+	if err != nil {
+		return nil, err
+	}
+	for i := range v {
+		v[i] *= 2
+	}
+	return tensors.FromFlatDataAndDimensions(v, x.Shape().Dimensions...), nil
 }
 
 // TestSegmentedRunsHostNodeBetweenSegments puts a host node between the

@@ -13,13 +13,14 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // staged runs a MaseGraph as a sequence of stages, materialising the
 // tensors that pass between them. A stage is either a run of consecutive
 // nodes lowered together into one GoMLX executable (compiled the first
 // time the stage meets a set of input shapes, then cached) or a single
-// node run on the host by a HostFunction. Eager is the case of one node
+// node run on the host by a host kernel (ops.HostKernel). Eager is the case of one node
 // per stage; Segmented groups every run of nodes between host nodes.
 type staged struct {
 	graph  *ir.Graph
@@ -36,7 +37,7 @@ type staged struct {
 // stage is one step of a staged run.
 type stage struct {
 	nodes []*ir.Node
-	host  HostFunction // non-nil: nodes is one call_function run on the host
+	host  ops.HostKernel // non-nil: nodes is one call_function run on the host
 	// external lists the nodes outside the stage whose values it reads, in
 	// the order of first use; liveOut the stage's nodes read after it.
 	external []*ir.Node
@@ -92,7 +93,9 @@ func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes
 	for _, group := range split(body) {
 		st := &stage{nodes: group}
 		if len(group) == 1 && group[0].Op == ir.CallFunction {
-			st.host, _ = HostFunctionFor(group[0].Target)
+			if op, ok := ops.Lookup(ir.CallFunction, group[0].Target); ok {
+				st.host = op.Host
+			}
 		}
 		in := map[*ir.Node]bool{}
 		for _, n := range group {
@@ -152,8 +155,8 @@ func isHostNode(n *ir.Node) bool {
 	if n.Op != ir.CallFunction {
 		return false
 	}
-	_, ok := HostFunctionFor(n.Target)
-	return ok
+	op, ok := ops.Lookup(ir.CallFunction, n.Target)
+	return ok && op.Host != nil
 }
 
 // InputNames returns the graph's inputs.

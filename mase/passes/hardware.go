@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -223,7 +224,7 @@ func isImplicit(n *ir.Node) bool {
 		return true
 	}
 	switch n.Meta.Common.MaseType {
-	case TypeImplicitFunc, TypePlaceholder, TypeOutput, TypeGetAttr:
+	case ops.TypeImplicitFunc, ops.TypePlaceholder, ops.TypeOutput, ops.TypeGetAttr:
 		return true
 	}
 	return false

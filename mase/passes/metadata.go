@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Info is what a pass reports besides the graph (MASE's second return).
@@ -55,7 +56,7 @@ func AddCommonMetadata(mg *ir.MaseGraph, args CommonMetadataArgs) (*ir.MaseGraph
 		if n.Op == ir.CallModule {
 			mod, _ = mg.Model.Module(n.Target)
 		}
-		typ, op, err := InferOp(n, mod)
+		typ, op, err := ops.Infer(n, mod)
 		if err != nil {
 			return nil, nil, fmt.Errorf("add_common_metadata: %w", err)
 		}

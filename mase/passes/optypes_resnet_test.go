@@ -7,32 +7,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase"
-	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
-	"github.com/gomase/gomase/mase/nn"
-	"github.com/gomase/gomase/mase/passes"
 )
-
-func TestInferOpConvAndPoolModules(t *testing.T) {
-	for _, tc := range []struct {
-		mod     nn.Module
-		typ, op string
-	}{
-		{nn.NewConv2d(3, 4, 3, 1, 1, true), "module_related_func", "conv2d"},
-		{nn.NewBatchNorm2d(4), "module", "batch_norm2d"},
-		{nn.NewMaxPool2d(3, 2, 1), "module_related_func", "max_pool2d"},
-		{nn.NewAdaptiveAvgPool2d(1, 1), "module_related_func", "adaptive_avg_pool2d"},
-		{nn.NewReLUInplace(), "module_related_func", "relu"},
-	} {
-		g := ir.New()
-		x := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
-		n := g.MustAddNode(ir.CallModule, "", "m", []any{x}, nil)
-		typ, op, err := passes.InferOp(n, tc.mod)
-		if err != nil || typ != tc.typ || op != tc.op {
-			t.Errorf("%s: InferOp = %s, %s, %v; want %s, %s", tc.mod.TypeName(), typ, op, err, tc.typ, tc.op)
-		}
-	}
-}
 
 func TestResNet18CommonMetadata(t *testing.T) {
 	m, err := models.NewResNet18(1000, 3)

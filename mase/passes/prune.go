@@ -16,6 +16,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Pruning methods, scopes and granularities (MASE's spellings).
@@ -116,7 +117,7 @@ const MaskSuffix = "_mask"
 //     draws, in eval mode too). It replaces the module's earlier
 //     SparsifyInput hook.
 //
-// A module is Linear-like when its operator (InferOp) is "linear" and it
+// A module is Linear-like when its operator (ops.Infer) is "linear" and it
 // declares a 2-D parameter named "weight": nn.Linear, a quantized Linear,
 // any leaf declaring MaseOp "linear" with that parameter. LoRALinear
 // (whose weight is "linear.weight", beside a dense adapter) is not.
@@ -345,13 +346,13 @@ func prunableModules(mg *ir.MaseGraph) []target {
 }
 
 // LinearWeight returns the name of the weight pruning masks when mod,
-// called by node n, is Linear-like: a leaf whose operator (InferOp) is
+// called by node n, is Linear-like: a leaf whose operator (ops.Infer) is
 // "linear" and that declares a 2-D parameter "weight".
 func LinearWeight(n *ir.Node, mod nn.Module) (string, bool) {
 	if _, leaf := mod.(nn.Leaf); !leaf {
 		return "", false
 	}
-	if _, op, err := InferOp(n, mod); err != nil || op != "linear" {
+	if _, op, err := ops.Infer(n, mod); err != nil || op != "linear" {
 		return "", false
 	}
 	for _, p := range mod.Params() {

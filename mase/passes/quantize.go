@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -219,7 +220,7 @@ func nodeOp(n *ir.Node, mod nn.Module) (string, error) {
 	if n.Meta != nil && n.Meta.Common.MaseOp != "" {
 		return n.Meta.Common.MaseOp, nil
 	}
-	_, op, err := InferOp(n, mod)
+	_, op, err := ops.Infer(n, mod)
 	return op, err
 }
 

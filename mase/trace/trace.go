@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Forwarder is a model root whose forward can be traced.
@@ -130,17 +131,29 @@ func (t *Tracer) NewModule(mod nn.Leaf, args ...any) *ir.Node {
 	return t.add(ir.CallModule, path, path, args, nil)
 }
 
-// Fn records a call_function node.
+// Fn records a call_function node; name must be in the operator table
+// (package ops).
 func (t *Tracer) Fn(name string, args ...any) *ir.Node { return t.FnKw(name, args, nil) }
 
 // FnKw records a call_function node with keyword arguments.
 func (t *Tracer) FnKw(name string, args []any, kwargs map[string]any) *ir.Node {
+	t.known(ir.CallFunction, name)
 	return t.add(ir.CallFunction, name, name, args, kwargs)
 }
 
-// Method records a call_method node: self.name(args...).
+// Method records a call_method node: self.name(args...); name must be in
+// the operator table.
 func (t *Tracer) Method(name string, self *ir.Node, args ...any) *ir.Node {
+	t.known(ir.CallMethod, name)
 	return t.add(ir.CallMethod, name, name, append([]any{self}, args...), nil)
+}
+
+// known stops the trace at a function or method no one can run, rather
+// than at the first execution.
+func (t *Tracer) known(kind ir.OpKind, name string) {
+	if _, ok := ops.Lookup(kind, name); !ok {
+		t.fail("forward calls %v", ops.Unknown(kind, name))
+	}
 }
 
 // Output records the output node; several values become a tuple.

@@ -93,3 +93,24 @@ func TestTraceErrors(t *testing.T) {
 		t.Errorf("untraceable: %v", err)
 	}
 }
+
+func TestTraceRejectsUnknownOp(t *testing.T) {
+	for _, tc := range []struct {
+		fwd  func(t *trace.Tracer, in map[string]*ir.Node) error
+		want string
+	}{
+		{func(t *trace.Tracer, in map[string]*ir.Node) error {
+			t.Output(t.Fn("frobnicate", t.Module("fc", in["x"])))
+			return nil
+		}, `no lowering for function "frobnicate"`},
+		{func(t *trace.Tracer, in map[string]*ir.Node) error {
+			t.Output(t.Method("linear", t.Module("fc", in["x"])))
+			return nil
+		}, `no lowering for method "linear"`},
+	} {
+		_, err := trace.Trace(newToy(t, tc.fwd), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Trace: %v, want an error with %q", err, tc.want)
+		}
+	}
+}

@@ -1,8 +1,7 @@
-package passes
+package ops
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
@@ -20,7 +19,7 @@ const (
 	TypeOutput            = "output"
 )
 
-// moduleOps maps a module class to (mase_type, mase_op), as MASE's
+// moduleOps maps a module class (the table's call_module entries) to (mase_type, mase_op), as MASE's
 // operator inference does for call_module nodes.
 var moduleOps = map[string][2]string{
 	"Linear":         {TypeModuleRelatedFunc, "linear"},
@@ -89,9 +88,10 @@ var (
 		scaled_dot_product_attention embedding df_split getitem zeros setitem invert`)
 )
 
-// InferOp returns (mase_type, mase_op) for a node, or an error for an
-// operator MASE does not know.
-func InferOp(n *ir.Node, mod nn.Module) (string, string, error) {
+// Infer returns (mase_type, mase_op) for a node, as MASE's operator
+// inference names it, or an error for an operator MASE does not know. mod
+// is the module a call_module node calls (nil otherwise).
+func Infer(n *ir.Node, mod nn.Module) (string, string, error) {
 	switch n.Op {
 	case ir.Placeholder:
 		return TypePlaceholder, "placeholder", nil
@@ -109,12 +109,15 @@ func InferOp(n *ir.Node, mod nn.Module) (string, string, error) {
 			typ, op := t.MaseOp()
 			return typ, op, nil
 		}
-		if e, ok := moduleOps[mod.TypeName()]; ok {
-			return e[0], e[1], nil
+		if e, ok := Lookup(ir.CallModule, mod.TypeName()); ok {
+			return e.MaseType, e.MaseOp, nil
 		}
 		return "", "", fmt.Errorf("unknown module %s (class %s) at node %s: MASE's operator inference accepts %s",
-			n.Target, mod.TypeName(), n.Name, strings.Join(sortedModuleClasses(), ", "))
+			n.Target, mod.TypeName(), n.Name, strings.Join(Names(ir.CallModule, false), ", "))
 	case ir.CallFunction:
+		if e, ok := Lookup(ir.CallFunction, n.Target); ok && e.MaseType != "" {
+			return e.MaseType, e.MaseOp, nil
+		}
 		best, typ := "", ""
 		for _, l := range []struct {
 			typ   string
@@ -132,13 +135,4 @@ func InferOp(n *ir.Node, mod nn.Module) (string, string, error) {
 		return typ, best, nil
 	}
 	return "", "", fmt.Errorf("node %s has unknown kind %q", n.Name, n.Op)
-}
-
-func sortedModuleClasses() []string {
-	out := make([]string, 0, len(moduleOps))
-	for k := range moduleOps {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

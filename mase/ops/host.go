@@ -1,44 +1,67 @@
-package compileopt
+package ops
 
 import (
 	"fmt"
 	"math"
-	"sync"
+	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/kernels/gelu"
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/kernels/sdpa"
-	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 )
 
-// hostPrefix starts the targets of our host functions.
-const hostPrefix = "gomase."
+// HostPrefix starts the targets of gomase's host kernels.
+const HostPrefix = "gomase."
 
-// The host functions' call_function targets.
+// The host kernels' call_function targets (compiled mode's rewrites insert
+// them; see package compileopt).
 const (
 	// HostSDPA is kernels/sdpa.FusedTensors: (q, k, v, attn_mask=, scale=).
-	HostSDPA = hostPrefix + "sdpa_kernel"
+	HostSDPA = HostPrefix + "sdpa_kernel"
 	// HostGELU is kernels/gelu.Tensor: (x).
-	HostGELU = hostPrefix + "gelu_kernel"
+	HostGELU = HostPrefix + "gelu_kernel"
 	// HostMXInt8 is kernels/mxint8.DequantizeWords: (mantissa_words,
 	// exponent_words, numel, group_size, shape=(dims...)) → float32.
-	HostMXInt8 = hostPrefix + "mxint8_dequantize"
+	HostMXInt8 = HostPrefix + "mxint8_dequantize"
 )
 
-// registerHostKernels makes the host functions the rewrites insert known
-// to package execute; Optimize calls it before any rewrite runs.
-var registerHostKernels = sync.OnceFunc(func() {
-	execute.RegisterHostFunction(HostSDPA, runSDPA)
-	execute.RegisterHostFunction(HostGELU, runGELU)
-	execute.RegisterHostFunction(HostMXInt8, runMXInt8)
-})
+// hostKernels lists gomase's host kernels. The fused attention keeps
+// MASE's operator name, so operator inference reads an optimised graph as
+// it reads the traced one.
+func hostKernels() []Op {
+	return []Op{
+		{Kind: ir.CallFunction, Target: HostSDPA, MaseType: TypeBuiltinFunc, MaseOp: "scaled_dot_product_attention", Host: runSDPA},
+		{Kind: ir.CallFunction, Target: HostGELU, Host: runGELU},
+		{Kind: ir.CallFunction, Target: HostMXInt8, Host: runMXInt8},
+	}
+}
+
+// TensorArg returns argument i of a host kernel as a tensor.
+func TensorArg(fn string, args []any, i int) (*tensors.Tensor, error) {
+	if i >= len(args) {
+		return nil, fmt.Errorf("%s: want at least %d arguments, got %d", fn, i+1, len(args))
+	}
+	t, ok := args[i].(*tensors.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("%s: argument %d is %T, want a tensor", fn, i, args[i])
+	}
+	return t, nil
+}
+
+// HostOnlyError is the error of lowering a host kernel's node into a
+// GoMLX computation.
+func HostOnlyError(target string) error {
+	return fmt.Errorf("%q runs on the host (a graph break): run the graph with execute.NewSegmented or execute.NewEager, not as one computation (host functions: %s)",
+		target, strings.Join(Names(ir.CallFunction, true), ", "))
+}
 
 func runMXInt8(args []any, kwargs map[string]any) (any, error) {
 	var ws [2][]int32
 	for i := range ws {
-		t, err := execute.TensorArg(HostMXInt8, args, i)
+		t, err := TensorArg(HostMXInt8, args, i)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +103,7 @@ func runMXInt8(args []any, kwargs map[string]any) (any, error) {
 func runSDPA(args []any, kwargs map[string]any) (any, error) {
 	var qkv [3]*tensors.Tensor
 	for i := range qkv {
-		t, err := execute.TensorArg(HostSDPA, args, i)
+		t, err := TensorArg(HostSDPA, args, i)
 		if err != nil {
 			return nil, err
 		}
@@ -108,19 +131,19 @@ func runSDPA(args []any, kwargs map[string]any) (any, error) {
 	}
 	out, err := sdpa.FusedTensors(qkv[0], qkv[1], qkv[2], mask, scale, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w (switch the %s rewrite off for this graph)", err, SDPAKernel)
+		return nil, fmt.Errorf("%w (switch the sdpa_kernel rewrite off for this graph)", err)
 	}
 	return out, nil
 }
 
 func runGELU(args []any, _ map[string]any) (any, error) {
-	x, err := execute.TensorArg(HostGELU, args, 0)
+	x, err := TensorArg(HostGELU, args, 0)
 	if err != nil {
 		return nil, err
 	}
 	y, err := gelu.Tensor(x)
 	if err != nil {
-		return nil, fmt.Errorf("%w (switch the %s rewrite off for this graph)", err, GELUKernel)
+		return nil, fmt.Errorf("%w (switch the gelu_kernel rewrite off for this graph)", err)
 	}
 	return y, nil
 }

@@ -1,40 +1,23 @@
-package execute
+package ops
 
 import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/quant"
 )
 
-// opCtx is what a function or method lowering gets besides its arguments.
-type opCtx struct {
-	g     *graph.Graph
-	scope *model.Scope
-	mode  Mode
-}
-
-// opFn lowers one call_function or call_method node.
-type opFn func(c *opCtx, args []any, kwargs map[string]any) (any, error)
-
-// functions lowers call_function targets (torch functions and operators).
-var functions map[string]opFn
-
-// methods lowers call_method targets (tensor methods); args[0] is self.
-var methods map[string]opFn
-
-func init() {
-	functions = map[string]opFn{
+// torchFunctions lowers the call_function targets of torch functions and
+// operators.
+func torchFunctions() map[string]Lowering {
+	return map[string]Lowering{
 		"add":                          binary("add", nn.Broadcasting(graph.Add)),
 		"sub":                          binary("sub", nn.Broadcasting(graph.Sub)),
 		"mul":                          binary("mul", nn.Broadcasting(graph.Mul)),
@@ -45,7 +28,7 @@ func init() {
 		"ones":                         filled(1),
 		"zeros":                        filled(0),
 		"arange":                       arange,
-		"scaled_dot_product_attention": sdpa,
+		"scaled_dot_product_attention": sdpaOp,
 		"softmax":                      softmax,
 		"relu":                         unary("relu", nn.ReLUOp),
 		"leaky_relu":                   leakyReLU,
@@ -62,7 +45,12 @@ func init() {
 		"dropout":                      dropoutFn,
 		"linear":                       linearFn,
 	}
-	methods = map[string]opFn{
+}
+
+// tensorMethods lowers the call_method targets of tensor methods; args[0]
+// is self.
+func tensorMethods() map[string]Lowering {
+	return map[string]Lowering{
 		"size":       size,
 		"view":       view,
 		"reshape":    view,
@@ -70,32 +58,15 @@ func init() {
 		"transpose":  transpose,
 		"contiguous": unary("contiguous", func(x *graph.Node) *graph.Node { return x }),
 		"unsqueeze":  unsqueeze,
-		"relu":       functions["relu"],
+		"relu":       unary("relu", nn.ReLUOp),
 		"leaky_relu": leakyReLU,
-		"tanh":       functions["tanh"],
+		"tanh":       unary("tanh", graph.Tanh),
 		"softmax":    softmax,
 		"flatten":    flatten,
 		"float":      unary("float", func(x *graph.Node) *graph.Node { return graph.ConvertDType(x, dtypes.Float32) }),
 		"to":         to,
 	}
 }
-
-// KnownFunctions lists the call_function targets that can be executed.
-func KnownFunctions() []string { return sortedKeys(functions) }
-
-// KnownMethods lists the call_method targets that can be executed.
-func KnownMethods() []string { return sortedKeys(methods) }
-
-func sortedKeys(m map[string]opFn) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func knownNames(m map[string]opFn) string { return strings.Join(sortedKeys(m), ", ") }
 
 func node(name string, args []any, i int) (*graph.Node, error) {
 	if i >= len(args) {
@@ -154,8 +125,8 @@ func normAxis(axis, rank int) int {
 	return axis
 }
 
-func unary(name string, f func(*graph.Node) *graph.Node) opFn {
-	return func(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func unary(name string, f func(*graph.Node) *graph.Node) Lowering {
+	return func(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 		x, err := node(name, args, 0)
 		if err != nil {
 			return nil, err
@@ -164,8 +135,8 @@ func unary(name string, f func(*graph.Node) *graph.Node) opFn {
 	}
 }
 
-func tensors2(name string, f func(a, b *graph.Node) *graph.Node) opFn {
-	return func(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func tensors2(name string, f func(a, b *graph.Node) *graph.Node) Lowering {
+	return func(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 		a, err := node(name, args, 0)
 		if err != nil {
 			return nil, err
@@ -181,8 +152,8 @@ func tensors2(name string, f func(a, b *graph.Node) *graph.Node) opFn {
 // binary lowers an arithmetic operator on tensors and Python numbers; add
 // on two tuples concatenates them (shape arithmetic such as size()[:-1] +
 // (heads, head_dim)).
-func binary(name string, f func(a, b *graph.Node) *graph.Node) opFn {
-	return func(c *opCtx, args []any, _ map[string]any) (any, error) {
+func binary(name string, f func(a, b *graph.Node) *graph.Node) Lowering {
+	return func(c *nn.Call, args []any, _ map[string]any) (any, error) {
 		if len(args) != 2 {
 			return nil, fmt.Errorf("%s: want 2 arguments, got %d", name, len(args))
 		}
@@ -197,13 +168,13 @@ func binary(name string, f func(a, b *graph.Node) *graph.Node) opFn {
 			if err != nil {
 				return nil, err
 			}
-			return f(an, graph.Scalar(c.g, an.DType(), s)), nil
+			return f(an, graph.Scalar(c.Graph, an.DType(), s)), nil
 		case bIsNode:
 			s, err := floatArg(name, a)
 			if err != nil {
 				return nil, err
 			}
-			return f(graph.Scalar(c.g, bn.DType(), s), bn), nil
+			return f(graph.Scalar(c.Graph, bn.DType(), s), bn), nil
 		}
 		if ta, ok := a.([]any); ok && name == "add" {
 			tb, ok := b.([]any)
@@ -251,7 +222,7 @@ func scalarArith(name string, a, b any) (any, error) {
 
 // getitem indexes a tuple (an int or a slice) or a tensor (a tuple of ints,
 // slices and None per axis).
-func getitem(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func getitem(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	if len(args) != 2 {
 		return nil, fmt.Errorf("getitem: want 2 arguments, got %d", len(args))
 	}
@@ -344,8 +315,8 @@ func dtypeKw(kwargs map[string]any, def dtypes.DType) (dtypes.DType, error) {
 	return 0, fmt.Errorf("unknown dtype %v (allowed: float32, int32, int64, bool)", v)
 }
 
-func filled(value float64) opFn {
-	return func(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+func filled(value float64) Lowering {
+	return func(c *nn.Call, args []any, kwargs map[string]any) (any, error) {
 		dims, err := intsArg("ones/zeros", args)
 		if err != nil {
 			return nil, err
@@ -355,13 +326,13 @@ func filled(value float64) opFn {
 			return nil, err
 		}
 		if value == 0 {
-			return graph.Zeros(c.g, shapes.Make(dt, dims...)), nil
+			return graph.Zeros(c.Graph, shapes.Make(dt, dims...)), nil
 		}
-		return graph.Ones(c.g, shapes.Make(dt, dims...)), nil
+		return graph.Ones(c.Graph, shapes.Make(dt, dims...)), nil
 	}
 }
 
-func arange(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+func arange(c *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("arange: want 1 argument (end), got %d", len(args))
 	}
@@ -373,12 +344,12 @@ func arange(c *opCtx, args []any, kwargs map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return graph.Iota(c.g, shapes.Make(dt, end), 0), nil
+	return graph.Iota(c.Graph, shapes.Make(dt, end), 0), nil
 }
 
-// sdpa is torch's F.scaled_dot_product_attention: softmax(q kᵀ·scale +
+// sdpaOp is torch's F.scaled_dot_product_attention: softmax(q kᵀ·scale +
 // mask) v, with dropout on the weights in train mode.
-func sdpa(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+func sdpaOp(c *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	q, err := node("scaled_dot_product_attention", args, 0)
 	if err != nil {
 		return nil, err
@@ -408,7 +379,7 @@ func sdpa(c *opCtx, args []any, kwargs map[string]any) (any, error) {
 		return nil, fmt.Errorf("scaled_dot_product_attention: is_causal=True is not supported yet")
 	}
 	rate := 0.0
-	if p, ok := kwargs["dropout_p"]; ok && c.mode.Training {
+	if p, ok := kwargs["dropout_p"]; ok && c.Training {
 		if rate, err = floatArg("dropout_p", p); err != nil {
 			return nil, err
 		}
@@ -423,14 +394,14 @@ func sdpa(c *opCtx, args []any, kwargs map[string]any) (any, error) {
 // fused softmax and a hand-written gradient (nn.CustomGradient) that
 // transposes only the two [seq, seq] operands its matmuls need; otherwise,
 // or with GOMLX_FUSION=0, the decomposed GoMLX ops.
-func attention(c *opCtx, q, k, v, mask *graph.Node, scale, rate float64) *graph.Node {
+func attention(c *nn.Call, q, k, v, mask *graph.Node, scale, rate float64) *graph.Node {
 	var kept *graph.Node // dropout: 1/(1-rate) where the weights are kept, 0 elsewhere; drawn once
 	dropout := func(w *graph.Node) *graph.Node {
 		if rate <= 0 {
 			return w
 		}
 		if kept == nil {
-			u := trainCall(c).Random(w.Shape().Dimensions...)
+			u := c.Random(w.Shape().Dimensions...)
 			kept = nn.DropoutMask(graph.GreaterOrEqual(u, graph.Scalar(w.Graph(), u.DType(), rate)), w.DType(), rate)
 		}
 		return graph.Mul(w, kept)
@@ -553,18 +524,10 @@ func reduceToShape(x *graph.Node, shape shapes.Shape) *graph.Node {
 	return graph.Reshape(x, shape.Dimensions...)
 }
 
-// trainCall gives the functional ops the random source of train mode.
-func trainCall(c *opCtx) *nn.Call {
-	store := c.scope.Store()
-	return &nn.Call{Graph: c.g, Scope: c.scope, Training: c.mode.Training, Random: func(dims ...int) *graph.Node {
-		return store.RandomUniform(c.g, shapes.Make(dtypes.Float32, dims...))
-	}}
-}
-
 // leakyReLU is torch's F.leaky_relu(input, negative_slope=0.01,
 // inplace=False) and the tensor method x.leaky_relu(negative_slope): the
 // slope comes positionally or by keyword; inplace changes nothing here.
-func leakyReLU(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+func leakyReLU(_ *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("leaky_relu", args, 0)
 	if err != nil {
 		return nil, err
@@ -592,7 +555,7 @@ func leakyReLU(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
 
 // linearFn is torch's F.linear(input, weight, bias=None): x Wᵀ + b with W
 // [out, in].
-func linearFn(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+func linearFn(_ *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("linear", args, 0)
 	if err != nil {
 		return nil, err
@@ -622,7 +585,7 @@ func linearFn(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
 	return nn.LinearBiasOp(x, w, b), nil
 }
 
-func dropoutFn(c *opCtx, args []any, kwargs map[string]any) (any, error) {
+func dropoutFn(c *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("dropout", args, 0)
 	if err != nil {
 		return nil, err
@@ -633,17 +596,17 @@ func dropoutFn(c *opCtx, args []any, kwargs map[string]any) (any, error) {
 			return nil, err
 		}
 	}
-	training := c.mode.Training
+	training := c.Training
 	if v, ok := kwargs["training"].(bool); ok {
 		training = training && v
 	}
 	if !training {
 		return x, nil
 	}
-	return nn.DropoutOp(trainCall(c), x, p), nil
+	return nn.DropoutOp(c, x, p), nil
 }
 
-func softmax(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+func softmax(_ *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("softmax", args, 0)
 	if err != nil {
 		return nil, err
@@ -661,7 +624,7 @@ func softmax(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
 	return nn.SoftmaxOp(x, dim), nil
 }
 
-func flatten(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+func flatten(_ *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("flatten", args, 0)
 	if err != nil {
 		return nil, err
@@ -685,7 +648,7 @@ func flatten(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
 	return graph.Reshape(x, append(append([]int{}, d[:start]...), rest)...), nil
 }
 
-func unsqueeze(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func unsqueeze(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := node("unsqueeze", args, 0)
 	if err != nil {
 		return nil, err
@@ -703,7 +666,7 @@ func unsqueeze(_ *opCtx, args []any, _ map[string]any) (any, error) {
 	return graph.InsertAxes(x, dim), nil
 }
 
-func transpose(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func transpose(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := node("transpose", args, 0)
 	if err != nil {
 		return nil, err
@@ -722,7 +685,7 @@ func transpose(_ *opCtx, args []any, _ map[string]any) (any, error) {
 	return graph.Transpose(x, normAxis(a, x.Rank()), normAxis(b, x.Rank())), nil
 }
 
-func size(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func size(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := node("size", args, 0)
 	if err != nil {
 		return nil, err
@@ -747,7 +710,7 @@ func size(_ *opCtx, args []any, _ map[string]any) (any, error) {
 }
 
 // view reshapes; one dimension may be -1 (inferred).
-func view(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func view(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := node("view", args, 0)
 	if err != nil {
 		return nil, err
@@ -780,7 +743,7 @@ func view(_ *opCtx, args []any, _ map[string]any) (any, error) {
 	return graph.Reshape(x, dims...), nil
 }
 
-func permute(_ *opCtx, args []any, _ map[string]any) (any, error) {
+func permute(_ *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := node("permute", args, 0)
 	if err != nil {
 		return nil, err
@@ -795,7 +758,7 @@ func permute(_ *opCtx, args []any, _ map[string]any) (any, error) {
 	return graph.TransposeAllDims(x, perm...), nil
 }
 
-func to(_ *opCtx, args []any, kwargs map[string]any) (any, error) {
+func to(_ *nn.Call, args []any, kwargs map[string]any) (any, error) {
 	x, err := node("to", args, 0)
 	if err != nil {
 		return nil, err
