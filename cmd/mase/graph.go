@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
@@ -47,7 +48,8 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	modelName := fs.String("model", "", "model to trace: "+strings.Join(models.Names(), ", "))
 	inputs := fs.String("inputs", "", "comma-separated inputs to trace (default: the model's, input_ids for BERT)")
 	var passNames stringList
-	fs.Var(&passNames, "pass", "pass to run, repeatable: "+strings.Join(passes.SimpleNames(), ", "))
+	registry := compileopt.Registry()
+	fs.Var(&passNames, "pass", "pass to run with its default arguments, repeatable: "+strings.Join(registry.ShortNames(), ", "))
 	drawPath := fs.String("draw", "", "write the graph drawing to this file: .svg, .html (a page with the zoomable graph and its legend) or .dot")
 	asJSON := fs.Bool("json", false, "print the nodes with their common metadata as JSON")
 	seed := fs.Uint64("seed", 0, "seed of the model's random initialisation")
@@ -59,13 +61,9 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	if *modelName == "" {
 		return fmt.Errorf("--model is required (allowed: %s)", strings.Join(models.Names(), ", "))
 	}
-	pipeline := make([]passes.Simple, len(passNames))
-	for i, name := range passNames {
-		p, err := passes.ByName(name)
-		if err != nil {
-			return err
-		}
-		pipeline[i] = p
+	pipeline, err := registry.Pipeline(passNames...)
+	if err != nil {
+		return err
 	}
 	model, err := models.New(*modelName, *seed)
 	if err != nil {
@@ -79,10 +77,10 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for i, p := range pipeline {
+	for i, p := range pipeline.Passes {
 		var info passes.Info
-		if mg, info, err = p(mg); err != nil {
-			return err
+		if mg, info, err = p.Run(mg, nil); err != nil {
+			return fmt.Errorf("pass %s: %w", passNames[i], err)
 		}
 		if len(info) > 0 && !*asJSON {
 			b, _ := json.Marshal(info)

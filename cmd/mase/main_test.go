@@ -93,6 +93,14 @@ func TestGraphBertJSON(t *testing.T) {
 	if c := count(removed, func(n node) bool { return n.MaseOp == "dropout" }); c != 0 {
 		t.Errorf("%d dropouts after remove_dropout", c)
 	}
+	// Compiled mode's rewrites are passes of the same registry.
+	if code, out, stderr := runCLI("graph", "--model", "bert-tiny", "--pass", "dead_code", "--pass", "sdpa_kernel_transform_pass"); code != 0 ||
+		!strings.Contains(out, `sdpa_kernel_transform_pass: {"changed":2}`) || !strings.Contains(out, `dead_code: {"changed":`) {
+		t.Errorf("--pass dead_code --pass sdpa_kernel_transform_pass: exit %d, %s%s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI("graph", "--model", "bert-tiny", "--pass", "quantize"); code == 0 || !strings.Contains(stderr, "pass quantize: no arguments") {
+		t.Errorf("--pass quantize without arguments: exit %d, %s", code, stderr)
+	}
 
 	full := graphJSON(t, "--model", "bert-tiny", "--inputs", "input_ids,attention_mask,labels")
 	for _, name := range []string{"labels", "attention_mask", "crossentropyloss_0"} {

@@ -30,33 +30,19 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/ops"
+	"github.com/gomase/gomase/mase/passes"
 )
 
-// Rewrite is one compiled-mode graph pass.
+// Rewrite is one compiled-mode rewrite: a MaseGraph pass (its Info
+// reports passes.Changed), selected by its short name (--rewrites).
 type Rewrite struct {
-	// Name is how the rewrite is selected (--rewrites).
-	Name string
-	// Doc says what it does, in one line.
-	Doc string
-	// Host is set for rewrites that introduce host kernels (graph breaks);
-	// they are skipped for training graphs.
+	passes.Pass
+	// Host is set for rewrites that insert host kernels (graph breaks);
+	// they are skipped for training graphs and off the Go backend.
 	Host bool
-	// apply rewrites g in place and returns the number of nodes changed.
-	apply func(mg *ir.MaseGraph) (int, error)
 }
 
-// Rewrites returns every rewrite, in the order Optimize applies them.
-func Rewrites() []Rewrite {
-	return []Rewrite{
-		{Name: DeadCode, Doc: "erase nodes whose value nothing uses (size() calls left by tracing, unused branches)", apply: deadCode},
-		{Name: RemoveDropout, Doc: "bypass dropout modules (identities at inference)", apply: removeDropout},
-		{Name: SDPAKernel, Doc: "run scaled_dot_product_attention with kernels/sdpa's fused tiled online-softmax kernel (graph break)", Host: true, apply: sdpaKernel},
-		{Name: GELUKernel, Doc: "run exact GELU with kernels/gelu's float32 SIMD kernel (graph break)", Host: true, apply: geluKernel},
-		{Name: MXInt8Kernel, Doc: "dequantise QLinearPacked weights with kernels/mxint8's SIMD kernel, hoisted to the start of the graph (graph break), then F.linear", Host: true, apply: mxint8Kernel},
-	}
-}
-
-// The rewrites' names.
+// The rewrites' names, in the order Optimize applies them.
 const (
 	DeadCode      = "dead_code"
 	RemoveDropout = "remove_dropout"
@@ -65,11 +51,64 @@ const (
 	MXInt8Kernel  = "mxint8_kernel"
 )
 
+// preset is compiled mode's list of passes, in application order, with
+// whether each inserts host kernels.
+var preset = []struct {
+	name string
+	host bool
+}{{DeadCode, false}, {RemoveDropout, false}, {SDPAKernel, true}, {GELUKernel, true}, {MXInt8Kernel, true}}
+
+// Passes lists the kernel rewrites as passes (the others are package
+// passes' own).
+func Passes() []passes.Pass {
+	return []passes.Pass{
+		passes.NoArgs(SDPAKernel+"_transform_pass", "run scaled_dot_product_attention with kernels/sdpa's fused tiled online-softmax kernel (graph break)", counted(sdpaKernel)),
+		passes.NoArgs(GELUKernel+"_transform_pass", "run exact GELU with kernels/gelu's float32 SIMD kernel (graph break)", counted(geluKernel)),
+		passes.NoArgs(MXInt8Kernel+"_transform_pass", "dequantise QLinearPacked weights with kernels/mxint8's SIMD kernel, hoisted to the start of the graph (graph break), then F.linear", counted(mxint8Kernel)),
+	}
+}
+
+// Registry is every pass: package passes' and the kernel rewrites. The
+// CLI's --pass and Optimize look passes up here.
+func Registry() *passes.Registry {
+	r := passes.Standard()
+	if err := r.Add(Passes()...); err != nil {
+		panic("compileopt: " + err.Error())
+	}
+	return r
+}
+
+// counted makes a pass of a rewrite that returns how many nodes it
+// changed.
+func counted(rewrite func(mg *ir.MaseGraph) (int, error)) func(mg *ir.MaseGraph) (*ir.MaseGraph, passes.Info, error) {
+	return func(mg *ir.MaseGraph) (*ir.MaseGraph, passes.Info, error) {
+		n, err := rewrite(mg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return mg, passes.Info{passes.Changed: n}, nil
+	}
+}
+
+// Rewrites returns every rewrite, in the order Optimize applies them.
+func Rewrites() []Rewrite {
+	reg := Registry()
+	out := make([]Rewrite, len(preset))
+	for i, p := range preset {
+		ps, err := reg.Lookup(p.name)
+		if err != nil {
+			panic("compileopt: " + err.Error())
+		}
+		out[i] = Rewrite{Pass: ps, Host: p.host}
+	}
+	return out
+}
+
 // Names lists the rewrites' names in order.
 func Names() []string {
 	var names []string
-	for _, r := range Rewrites() {
-		names = append(names, r.Name)
+	for _, p := range preset {
+		names = append(names, p.name)
 	}
 	return names
 }
@@ -140,25 +179,26 @@ func Optimize(mg *ir.MaseGraph, mode execute.Mode, selected []string) (*Report, 
 	}
 	rep := &Report{Applied: map[string]int{}, Skipped: map[string]string{}, NodesBefore: g.Len()}
 	for _, r := range Rewrites() {
-		if !slices.Contains(selected, r.Name) {
+		name := r.Short()
+		if !slices.Contains(selected, name) {
 			continue
 		}
 		if r.Host && mode.Training {
-			rep.Skipped[r.Name] = "host kernels have no gradient; training graphs keep the GoMLX op"
+			rep.Skipped[name] = "host kernels have no gradient; training graphs keep the GoMLX op"
 			continue
 		}
-		if r.Name == RemoveDropout && mode.Training {
-			rep.Skipped[r.Name] = "dropout is active in training"
+		if name == RemoveDropout && mode.Training {
+			rep.Skipped[name] = "dropout is active in training"
 			continue
 		}
-		n, err := r.apply(mg)
+		_, info, err := r.Run(mg, nil)
 		if err != nil {
-			return nil, fmt.Errorf("rewrite %s: %w", r.Name, err)
+			return nil, fmt.Errorf("rewrite %s: %w", name, err)
 		}
 		if err := g.Lint(); err != nil {
-			return nil, fmt.Errorf("rewrite %s broke the graph: %w", r.Name, err)
+			return nil, fmt.Errorf("rewrite %s broke the graph: %w", name, err)
 		}
-		rep.Applied[r.Name] = n
+		rep.Applied[name], _ = info[passes.Changed].(int)
 	}
 	rep.NodesAfter = g.Len()
 	return rep, nil
@@ -176,7 +216,7 @@ func NewCompiled(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, select
 	var kept []string
 	skipped := map[string]string{}
 	for _, name := range selected {
-		if r, ok := rewriteNamed(name); ok && r.Host && !backend.IsGo(be) {
+		if hostRewrite(name) && !backend.IsGo(be) {
 			skipped[name] = fmt.Sprintf("host kernels are for the Go backend; %s fuses the GoMLX ops itself", be.Name())
 			continue
 		}
@@ -196,14 +236,15 @@ func NewCompiled(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, select
 	return r, rep, nil
 }
 
-// rewriteNamed returns the rewrite called name.
-func rewriteNamed(name string) (Rewrite, bool) {
-	for _, r := range Rewrites() {
-		if r.Name == name {
-			return r, true
+// hostRewrite reports whether the rewrite called name inserts host
+// kernels.
+func hostRewrite(name string) bool {
+	for _, p := range preset {
+		if p.name == name {
+			return p.host
 		}
 	}
-	return Rewrite{}, false
+	return false
 }
 
 // replaceNode puts a new node computing the same value as old right after

@@ -7,37 +7,7 @@ import (
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/ops"
-	"github.com/gomase/gomase/mase/passes"
 )
-
-// deadCode erases nodes nothing uses, last first so that chains of dead
-// nodes go in one pass. Placeholders and the output stay.
-func deadCode(mg *ir.MaseGraph) (int, error) {
-	g := mg.Graph
-	erased := 0
-	nodes := g.Nodes()
-	for i := len(nodes) - 1; i >= 0; i-- {
-		n := nodes[i]
-		if n.Op == ir.Placeholder || n.Op == ir.Output || n.NumUsers() > 0 {
-			continue
-		}
-		if err := g.EraseNode(n); err != nil {
-			return erased, err
-		}
-		erased++
-	}
-	return erased, nil
-}
-
-// removeDropout is passes.RemoveDropout: at inference dropout returns its
-// input.
-func removeDropout(mg *ir.MaseGraph) (int, error) {
-	_, info, err := passes.RemoveDropout(mg)
-	if err != nil {
-		return 0, err
-	}
-	return len(info["removed"].([]string)), nil
-}
 
 // sdpaKernel swaps every scaled_dot_product_attention call that the fused
 // kernel can run (not causal: the kernel can, the GoMLX lowering cannot

@@ -43,7 +43,7 @@ func CountDropout(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 
 // RemoveDropout is Tutorial 1's remove_dropout_transform_pass: every
 // dropout (IsDropout) is bypassed (its users rewired to its input) and
-// erased. It returns {"removed": [...]}. In eval mode the outputs are
+// erased. It returns {"removed": [...], "changed": N}. In eval mode the outputs are
 // unchanged; compiled mode's remove_dropout rewrite is this pass.
 func RemoveDropout(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	var removed []string
@@ -66,7 +66,7 @@ func RemoveDropout(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	if err := mg.Graph.Lint(); err != nil {
 		return nil, nil, fmt.Errorf("remove_dropout broke the graph: %w", err)
 	}
-	return mg, Info{"removed": removed}, nil
+	return mg, Info{"removed": removed, Changed: len(removed)}, nil
 }
 
 func sortedKeys(m map[string]any) []string {

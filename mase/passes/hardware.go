@@ -12,10 +12,6 @@ import (
 	"github.com/gomase/gomase/mase/quant"
 )
 
-// AddHardwareMetadataPass is MASE's name of AddHardwareMetadata, the key of
-// its arguments in a pipeline's pass_args.
-const AddHardwareMetadataPass = "add_hardware_metadata_analysis_pass"
-
 // DefaultParallelism is the lab's max parallelism per dimension (MASE's
 // max_parallelism default [4, 4, 4, 4]).
 const DefaultParallelism = 4

@@ -254,12 +254,11 @@ func TestHardwareParallelism(t *testing.T) {
 		}
 	}
 	// MASE's pass_args through the pipeline step.
-	step, err := passes.StepByName(passes.AddHardwareMetadataPass)
+	p, err := passes.Standard().Pipeline(passes.AddHardwareMetadataPass)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mg := labMLP(t, models.MLPOptions{})
-	p := &passes.Pipeline{Passes: []passes.PipelinePass{step}}
 	if mg, _, err = p.Run(mg, map[string]any{passes.AddHardwareMetadataPass: map[string]any{"max_parallelism": []any{2.0, 2.0, 2.0, 2.0}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +271,8 @@ func TestHardwareParallelism(t *testing.T) {
 	if _, err := passes.ParseHardwareArgs(map[string]any{"parallelism": -1}); err == nil {
 		t.Error("no error for parallelism -1")
 	}
-	if _, err := passes.StepByName("add_hw"); err == nil || !strings.Contains(err.Error(), passes.AddHardwareMetadataPass) {
-		t.Errorf("unknown step: %v", err)
+	if _, err := passes.Standard().Lookup("add_hw"); err == nil || !strings.Contains(err.Error(), "add_hardware_metadata") {
+		t.Errorf("unknown pass: %v", err)
 	}
 }
 

@@ -6,30 +6,12 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/models"
 )
-
-// Names of the passes a Pipeline knows, as MASE names them (the keys of
-// a pipeline's pass_args).
-const (
-	InitMetadataPass      = "init_metadata_analysis_pass"
-	AddCommonMetadataPass = "add_common_metadata_analysis_pass"
-	QuantizeTransformPass = "quantize_transform_pass"
-	PruneTransformPass    = "prune_transform_pass"
-)
-
-// PipelinePass is one step of a Pipeline: a named pass that takes its
-// argument (nil when the caller gave none) and returns the graph and what
-// it found.
-type PipelinePass struct {
-	Name string
-	Run  func(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error)
-}
 
 // Pipeline runs passes in order, each with its own argument (MASE's
 // AutoPipeline).
 type Pipeline struct {
-	Passes []PipelinePass
+	Passes []Pass
 }
 
 // CompressionPipeline is MASE's CompressionPipeline: InitMetadata,
@@ -44,12 +26,11 @@ type Pipeline struct {
 // The transform passes have no meaningful default: leaving out their
 // arguments is an error unless they are skipped.
 func CompressionPipeline() *Pipeline {
-	return &Pipeline{Passes: []PipelinePass{
-		{Name: InitMetadataPass, Run: func(mg *ir.MaseGraph, _ any) (*ir.MaseGraph, Info, error) { return InitMetadata(mg) }},
-		{Name: AddCommonMetadataPass, Run: runAddCommonMetadata},
-		{Name: QuantizeTransformPass, Run: runQuantizeTransform},
-		{Name: PruneTransformPass, Run: runPruneTransform},
-	}}
+	p, err := Standard().Pipeline(InitMetadataPass, AddCommonMetadataPass, QuantizeTransformPass, PruneTransformPass)
+	if err != nil {
+		panic("passes: " + err.Error())
+	}
+	return p
 }
 
 // Names lists the pipeline's pass names in order.
@@ -90,59 +71,4 @@ func (p *Pipeline) Run(mg *ir.MaseGraph, args map[string]any, skip ...string) (*
 		mg, infos[ps.Name] = out, info
 	}
 	return mg, infos, nil
-}
-
-func runAddCommonMetadata(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
-	switch a := arg.(type) {
-	case nil:
-		dummy, err := models.DummyInput(mg.Model, mg.InputNames, 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		return AddCommonMetadata(mg, CommonMetadataArgs{DummyIn: dummy, AddValue: true})
-	case CommonMetadataArgs:
-		return AddCommonMetadata(mg, a)
-	case *CommonMetadataArgs:
-		return AddCommonMetadata(mg, *a)
-	default:
-		return nil, nil, fmt.Errorf("arguments must be a CommonMetadataArgs (or none, for the model's dummy input), got %T", arg)
-	}
-}
-
-func runQuantizeTransform(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
-	switch a := arg.(type) {
-	case nil:
-		return nil, nil, fmt.Errorf("no arguments: give a QuantizeArgs or a MASE config map, or skip the pass")
-	case QuantizeArgs:
-		return QuantizeTransform(mg, a)
-	case *QuantizeArgs:
-		return QuantizeTransform(mg, *a)
-	case map[string]any:
-		qa, err := ParseQuantizeArgs(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		return QuantizeTransform(mg, qa)
-	default:
-		return nil, nil, fmt.Errorf("arguments must be a QuantizeArgs or a MASE config map, got %T", arg)
-	}
-}
-
-func runPruneTransform(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
-	switch a := arg.(type) {
-	case nil:
-		return nil, nil, fmt.Errorf("no arguments: give a PruneArgs or a MASE config map, or skip the pass")
-	case PruneArgs:
-		return PruneTransform(mg, a)
-	case *PruneArgs:
-		return PruneTransform(mg, *a)
-	case map[string]any:
-		pa, err := ParsePruneArgs(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		return PruneTransform(mg, pa)
-	default:
-		return nil, nil, fmt.Errorf("arguments must be a PruneArgs or a MASE config map, got %T", arg)
-	}
 }

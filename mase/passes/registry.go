@@ -1,87 +1,64 @@
 package passes
 
 import (
-	"fmt"
-	"sort"
-	"strings"
-
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/models"
 )
 
-// Simple is a pass that takes no arguments besides the graph.
-type Simple func(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error)
+// Names of passes, as MASE names them (the keys of a pipeline's pass_args).
+const (
+	InitMetadataPass      = "init_metadata_analysis_pass"
+	AddCommonMetadataPass = "add_common_metadata_analysis_pass"
+	QuantizeTransformPass = "quantize_transform_pass"
+	PruneTransformPass    = "prune_transform_pass"
+	// AddHardwareMetadataPass is AddHardwareMetadata.
+	AddHardwareMetadataPass = "add_hardware_metadata_analysis_pass"
+	CountDropoutPass        = "count_dropout_analysis_pass"
+	RemoveDropoutPass       = "remove_dropout_transform_pass"
+	DeadCodePass            = "dead_code_transform_pass"
+	InsertLoRAPass          = "insert_lora_adapter_transform_pass"
+	FuseLoRAPass            = "fuse_lora_weights_transform_pass"
+	BakePruneMasksPass      = "bake_prune_masks_transform_pass"
+)
 
-// simple lists the argument-free passes by their MASE-style names (the
-// CLI's --pass values).
-var simple = map[string]Simple{
-	"init_metadata":  InitMetadata,
-	"count_dropout":  CountDropout,
-	"remove_dropout": RemoveDropout,
-}
-
-// SimpleNames lists the passes ByName knows, sorted.
-func SimpleNames() []string {
-	out := make([]string, 0, len(simple))
-	for k := range simple {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ByName returns an argument-free pass by name, or an error listing the
-// allowed names.
-func ByName(name string) (Simple, error) {
-	if p, ok := simple[name]; ok {
-		return p, nil
-	}
-	return nil, fmt.Errorf("unknown pass %q (allowed: %s)", name, strings.Join(SimpleNames(), ", "))
-}
-
-// steps lists the passes that take arguments, by MASE's name, as Pipeline
-// steps (a custom Pipeline can append them).
-var steps = map[string]PipelinePass{
-	AddHardwareMetadataPass: {Name: AddHardwareMetadataPass, Run: runAddHardwareMetadata},
-}
-
-// StepNames lists the passes StepByName knows, sorted.
-func StepNames() []string {
-	out := make([]string, 0, len(steps))
-	for k := range steps {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// StepByName returns a pass that takes arguments as a Pipeline step, by
-// MASE's name (add_hardware_metadata_analysis_pass, ...), or an error
-// listing the allowed names.
-func StepByName(name string) (PipelinePass, error) {
-	if p, ok := steps[name]; ok {
-		return p, nil
-	}
-	return PipelinePass{}, fmt.Errorf("unknown pass %q (allowed: %s)", name, strings.Join(StepNames(), ", "))
-}
-
-// runAddHardwareMetadata runs AddHardwareMetadata with a HardwareArgs, a
-// MASE pass_args map (ParseHardwareArgs) or nothing (the lab's
-// parallelism 4).
-func runAddHardwareMetadata(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
-	switch a := arg.(type) {
-	case nil:
-		return AddHardwareMetadata(mg, HardwareArgs{})
-	case HardwareArgs:
-		return AddHardwareMetadata(mg, a)
-	case *HardwareArgs:
-		return AddHardwareMetadata(mg, *a)
-	case map[string]any:
-		ha, err := ParseHardwareArgs(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		return AddHardwareMetadata(mg, ha)
-	default:
-		return nil, nil, fmt.Errorf("arguments must be a HardwareArgs or a MASE pass_args map, got %T", arg)
+// All lists this package's passes as Pass values: the CLI's --pass, the
+// pipelines and compiled mode's rewrites find them here (see Standard).
+func All() []Pass {
+	return []Pass{
+		NoArgs(InitMetadataPass, "give every node empty MASE metadata", InitMetadata),
+		WithArgs(AddCommonMetadataPass, "infer each node's operator, shapes and values on a dummy input", AddCommonMetadata, nil, dummyMetadataArgs),
+		WithArgs(QuantizeTransformPass, "quantise the selected nodes' modules and functions", QuantizeTransform, ParseQuantizeArgs, nil),
+		WithArgs(PruneTransformPass, "prune the Linear-like modules' weights and activations", PruneTransform, ParsePruneArgs, nil),
+		WithArgs(AddHardwareMetadataPass, "record each node's hardware (RTL) parameters", AddHardwareMetadata, ParseHardwareArgs, defaultHardwareArgs),
+		NoArgs(CountDropoutPass, "count the dropout nodes", CountDropout),
+		NoArgs(RemoveDropoutPass, "bypass dropout (an identity at inference)", RemoveDropout),
+		NoArgs(DeadCodePass, "erase nodes whose value nothing uses", EliminateDeadCode),
+		WithArgs(InsertLoRAPass, "put a trainable LoRA adapter beside every Linear", InsertLoRA, nil, nil),
+		NoArgs(FuseLoRAPass, "fold LoRA adapters back into plain Linears", FuseLoRA),
+		NoArgs(BakePruneMasksPass, "write pruning masks into the weights", BakePruneMasks),
 	}
 }
+
+// Standard returns a registry of this package's passes (All). Compiled
+// mode adds its kernel rewrites to it (compileopt.Registry).
+func Standard() *Registry {
+	r, err := NewRegistry(All()...)
+	if err != nil {
+		panic("passes: " + err.Error())
+	}
+	return r
+}
+
+// dummyMetadataArgs records values on the model's dummy input
+// (models.DummyInput, MASE's HF dummy input with add_value), which the
+// activation pruner needs.
+func dummyMetadataArgs(mg *ir.MaseGraph) (CommonMetadataArgs, error) {
+	dummy, err := models.DummyInput(mg.Model, mg.InputNames, 0)
+	if err != nil {
+		return CommonMetadataArgs{}, err
+	}
+	return CommonMetadataArgs{DummyIn: dummy, AddValue: true}, nil
+}
+
+// defaultHardwareArgs are the lab's (parallelism 4).
+func defaultHardwareArgs(*ir.MaseGraph) (HardwareArgs, error) { return HardwareArgs{}, nil }
