@@ -12,6 +12,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/janpfeifer/go-benchmarks v0.1.1
 	github.com/janpfeifer/gonb v0.11.4
+	github.com/janpfeifer/must v0.2.0
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/yuin/goldmark v1.8.7
 	golang.org/x/text v0.41.0

@@ -6,13 +6,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/internal/testinputs"
 )
 
 const module = "github.com/gomase/gomase/"
@@ -68,29 +67,9 @@ func forbidden(p, from, d, to string) string {
 // so the list only shrinks.
 var known = map[string]bool{}
 
-// statSources stats every Go file under the module root, so that go test's
-// cache, which tracks the files a test looks at, reruns this test when any
-// import may have changed (go list runs in another process).
-func statSources(t *testing.T) {
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(path, ".go") {
-			_, err = os.Stat(path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestLayering(t *testing.T) {
-	statSources(t)
+	// go list runs in another process: make the test cache see the sources.
+	testinputs.GoSources(t, "../..")
 	out, err := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -42,6 +42,10 @@ type SourceCell struct {
 	Kind string
 	// Text is the cell's content, without the markers and prefixes.
 	Text string
+	// Line is the line of the source where Text starts (1-based; 0 for
+	// cells not read from a source). A code cell's lines are the source's,
+	// one for one.
+	Line int
 }
 
 const (
@@ -61,6 +65,7 @@ func ParseSource(src []byte) ([]SourceCell, error) {
 		}
 		for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
 			lines = lines[1:]
+			cur.Line++
 		}
 		for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 			lines = lines[:len(lines)-1]
@@ -73,11 +78,11 @@ func ParseSource(src []byte) ([]SourceCell, error) {
 		switch strings.TrimRight(line, " \t") {
 		case markdownMarker:
 			flush()
-			cur = &SourceCell{Kind: "markdown"}
+			cur = &SourceCell{Kind: "markdown", Line: i + 2}
 			continue
 		case codeMarker:
 			flush()
-			cur = &SourceCell{Kind: "code"}
+			cur = &SourceCell{Kind: "code", Line: i + 2}
 			continue
 		}
 		if cur == nil {
@@ -225,9 +230,8 @@ func RenderNotebook(name string, cells []SourceCell) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// NotebookFromSource reads the notebook source at path and renders the
-// notebook called name.
-func NotebookFromSource(name, path string) ([]byte, error) {
+// ReadSource reads and parses the notebook source at path.
+func ReadSource(path string) ([]SourceCell, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -235,6 +239,16 @@ func NotebookFromSource(name, path string) ([]byte, error) {
 	cells, err := ParseSource(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cells, nil
+}
+
+// NotebookFromSource reads the notebook source at path and renders the
+// notebook called name.
+func NotebookFromSource(name, path string) ([]byte, error) {
+	cells, err := ReadSource(path)
+	if err != nil {
+		return nil, err
 	}
 	return RenderNotebook(name, cells)
 }

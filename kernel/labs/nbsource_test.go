@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/internal/testinputs"
 )
 
 // sources returns the repository's notebook sources by name.
@@ -42,11 +45,7 @@ func TestNotebooksMatchSources(t *testing.T) {
 // The Go of every notebook cell is gofmt-clean.
 func TestNotebookCellsGofmt(t *testing.T) {
 	for name, src := range sources(t) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cells, err := ParseSource(b)
+		cells, err := ReadSource(src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,19 +65,42 @@ func TestNotebookCellsGofmt(t *testing.T) {
 	}
 }
 
+// The Go of every notebook cell compiles and passes go vet, as GoNB
+// compiles it: the declarations of the cells so far and the cell's main
+// body (AssembleGoNB), against this checkout.
+func TestNotebookCellsVet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go vet of every notebook cell: not in -short")
+	}
+	// go vet runs in another process: make the test cache see what the cells compile against.
+	testinputs.GoSources(t, filepath.Join("..", ".."))
+	var paths []string
+	for _, p := range sources(t) {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	findings, err := VetNotebookSources(filepath.Join("..", ".."), paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Error(f)
+	}
+}
+
 func TestParseSource(t *testing.T) {
 	src := "// header\n\n// %% [markdown]\n// # Title\n//\n// Text.\n\n// %%\nimport \"fmt\"\n\n// %%\n//gonb:%%\nfmt.Println(1)\n"
 	cells, err := ParseSource([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SourceCell{{"markdown", "# Title\n\nText."}, {"code", `import "fmt"`}, {"code", "%%\nfmt.Println(1)"}}
+	want := []SourceCell{{"markdown", "# Title\n\nText.", 4}, {"code", `import "fmt"`, 9}, {"code", "%%\nfmt.Println(1)", 12}}
 	if len(cells) != len(want) {
-		t.Fatalf("cells %q", cells)
+		t.Fatalf("cells %+v", cells)
 	}
 	for i := range want {
 		if cells[i] != want[i] {
-			t.Errorf("cell %d = %q, want %q", i, cells[i], want[i])
+			t.Errorf("cell %d = %+v, want %+v", i, cells[i], want[i])
 		}
 	}
 	if back := string(FormatSource(SourceHeader([]byte(src)), cells)); back != src {
