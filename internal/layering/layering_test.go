@@ -36,6 +36,8 @@ func layer(p string) string {
 		return "library"
 	case under(p, "cmd"):
 		return "command"
+	case under(p, "internal"):
+		return "internal"
 	}
 	return "other"
 }
@@ -58,6 +60,10 @@ func forbidden(p, from, d, to string) string {
 		return "kernels are leaves: they import no mase package"
 	case to == "rtl" && (from == "library" || from == "lab application" || from == "kernels"):
 		return "rtl/ is imported only by the RTL flow, the UI and commands"
+	case to == "internal" && (from == "kernels" || from == "graphviz"):
+		return "kernels and graphviz are leaves: they import nothing of gomase"
+	case to == "internal" && d != "internal/atomicfile":
+		return "internal/ is test support, imported only by tests (internal/atomicfile excepted)"
 	}
 	return ""
 }

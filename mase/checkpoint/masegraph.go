@@ -16,9 +16,11 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/safetensors"
 	"github.com/gomase/gomase/mase/trace"
 )
 
@@ -242,7 +244,7 @@ func Export(base string, mg *ir.MaseGraph, spec Spec) error {
 	if err != nil {
 		return wrap(err)
 	}
-	if err := writeFilesAtomic([]pendingFile{{stPath, stData}, {jsonPath, js}}); err != nil {
+	if err := atomicfile.Write(atomicfile.File{Path: stPath, Data: stData}, atomicfile.File{Path: jsonPath, Data: js}); err != nil {
 		return wrap(err)
 	}
 	return nil
@@ -614,7 +616,7 @@ func Import(base string) (*ir.MaseGraph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: %w", err)
 	}
-	f, err := Parse(stData)
+	f, err := safetensors.Parse(stData)
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: parameters file %s: %w", stPath, err)
 	}
@@ -674,7 +676,7 @@ func lineCol(raw []byte, offset int64) (int, int) {
 }
 
 // rebuild makes the model and graph of a decoded checkpoint.
-func rebuild(doc *graphDoc, f *File) (*ir.MaseGraph, error) {
+func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
 	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames, doc.Model.Config)
 	if err != nil {
 		return nil, err
@@ -685,7 +687,7 @@ func rebuild(doc *graphDoc, f *File) (*ir.MaseGraph, error) {
 	if d := treeDiff(doc.Modules, moduleTree(m)); d != "" {
 		return nil, fmt.Errorf("models.New(%q) with the replaced modules no longer builds the exported module tree: %s", doc.Model.Name, d)
 	}
-	params := &File{Tensors: maps.Clone(f.Tensors), Metadata: f.Metadata}
+	params := &safetensors.File{Tensors: maps.Clone(f.Tensors), Metadata: f.Metadata}
 	for _, name := range doc.Buffers {
 		t, ok := params.Tensors[name]
 		if !ok {
@@ -744,7 +746,7 @@ func addNode(g *ir.Graph, nd nodeDoc, lookup func(string) (*ir.Node, error)) err
 	if len(nd.Args) > 0 && string(bytes.TrimSpace(nd.Args)) != "null" {
 		var elems []json.RawMessage
 		if err := json.Unmarshal(nd.Args, &elems); err != nil {
-			return fmt.Errorf("args must be a JSON array of values, got %s", abbreviate(nd.Args))
+			return fmt.Errorf("args must be a JSON array of values, got %s", safetensors.Abbreviate(nd.Args))
 		}
 		args = make([]any, len(elems))
 		for i, e := range elems {
@@ -834,15 +836,15 @@ func decodeMeta(md *metaDoc) (*ir.Meta, error) {
 }
 
 // toGoMLX converts a float32 or int32 safetensors tensor.
-func toGoMLX(t *Tensor) (*tensors.Tensor, error) {
+func toGoMLX(t *safetensors.Tensor) (*tensors.Tensor, error) {
 	switch t.DType {
-	case F32:
+	case safetensors.F32:
 		vals, err := t.Float32s()
 		if err != nil {
 			return nil, err
 		}
 		return tensors.FromFlatDataAndDimensions(vals, t.Shape...), nil
-	case I32:
+	case safetensors.I32:
 		vals, err := t.Int64s()
 		if err != nil {
 			return nil, err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/internal/floattest"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
@@ -76,7 +78,7 @@ func sameOutputs(t *testing.T, a, b *ir.MaseGraph, in map[string]*tensors.Tensor
 	}
 	for i := range oa {
 		x, y := tensors.MustCopyFlatData[float32](oa[i]), tensors.MustCopyFlatData[float32](ob[i])
-		if !slices.Equal(bitsOf(x), bitsOf(y)) {
+		if !slices.Equal(floattest.Bits(x), floattest.Bits(y)) {
 			t.Errorf("output %d: %v, want %v", i, y, x)
 		}
 	}
@@ -381,7 +383,7 @@ func TestExportIsAtomic(t *testing.T) {
 	if err := Export(filepath.Join(dir, "m"), newMG, Spec{}); err == nil {
 		t.Error("export succeeded despite the failing rename")
 	}
-	failHook = nil
+	atomicfile.FailHook = nil
 	if _, err := Import(filepath.Join(dir, "m")); err == nil || !strings.Contains(err.Error(), "different exports") {
 		t.Errorf("mixed pair: %v", err)
 	}

@@ -11,18 +11,20 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/safetensors"
 )
 
 // StateFile returns a safetensors File holding every parameter of m under
 // its HuggingFace name (bert.embeddings.word_embeddings.weight, ...):
 // float32 parameters as F32, int32 ones as I32. The metadata is copied,
 // with "format": "pt" added unless given, since HF's loaders require it.
-func StateFile(m *nn.Model, metadata map[string]string) (*File, error) {
+func StateFile(m *nn.Model, metadata map[string]string) (*safetensors.File, error) {
 	if m == nil {
 		return nil, fmt.Errorf("cannot save a nil model")
 	}
-	f := &File{Tensors: map[string]*Tensor{}, Metadata: map[string]string{"format": "pt"}}
+	f := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}, Metadata: map[string]string{"format": "pt"}}
 	maps.Copy(f.Metadata, metadata)
 	for _, p := range m.Parameters() {
 		t, err := p.Variable.Value()
@@ -37,20 +39,20 @@ func StateFile(m *nn.Model, metadata map[string]string) (*File, error) {
 }
 
 // fromGoMLX converts a float32 or int32 GoMLX tensor.
-func fromGoMLX(t *tensors.Tensor) (*Tensor, error) {
+func fromGoMLX(t *tensors.Tensor) (*safetensors.Tensor, error) {
 	switch t.DType() {
 	case dtypes.Float32:
 		vals, err := tensors.CopyFlatData[float32](t)
 		if err != nil {
 			return nil, err
 		}
-		return NewF32(t.Shape().Dimensions, vals)
+		return safetensors.NewF32(t.Shape().Dimensions, vals)
 	case dtypes.Int32:
 		vals, err := tensors.CopyFlatData[int32](t)
 		if err != nil {
 			return nil, err
 		}
-		return NewI32(t.Shape().Dimensions, vals)
+		return safetensors.NewI32(t.Shape().Dimensions, vals)
 	}
 	return nil, fmt.Errorf("dtype %s cannot be saved (allowed: float32, int32)", t.DType())
 }
@@ -67,7 +69,7 @@ func SaveModel(path string, m *nn.Model, metadata map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("saving model to %s: %w", path, err)
 	}
-	return writeFilesAtomic([]pendingFile{{path, data}})
+	return atomicfile.Write(atomicfile.File{Path: path, Data: data})
 }
 
 // LoadOptions controls how checkpoint names are matched to a model's
@@ -112,7 +114,7 @@ type LoadReport struct {
 	Renamed map[string]string
 	// Converted maps a parameter to the checkpoint dtype it was converted
 	// from, where that was not the parameter's own (F16, BF16, F64).
-	Converted map[string]DType
+	Converted map[string]safetensors.DType
 	// Prefix is the prefix added to checkpoint names ("" for none).
 	Prefix string
 	// Metadata is the checkpoint's string metadata.
@@ -159,7 +161,7 @@ func pyList(names []string) string {
 // The whole file is read and validated, and every value converted, before
 // the first parameter changes: on error the model is unchanged.
 func LoadModel(path string, m *nn.Model, opts LoadOptions) (*LoadReport, error) {
-	f, err := ReadFile(path)
+	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading model: %w", err)
 	}
@@ -171,7 +173,7 @@ func LoadModel(path string, m *nn.Model, opts LoadOptions) (*LoadReport, error) 
 }
 
 // LoadState is LoadModel for a File already in memory.
-func LoadState(f *File, m *nn.Model, opts LoadOptions) (*LoadReport, error) {
+func LoadState(f *safetensors.File, m *nn.Model, opts LoadOptions) (*LoadReport, error) {
 	if m == nil || f == nil {
 		return nil, fmt.Errorf("LoadState needs a model and a file")
 	}
@@ -185,7 +187,7 @@ func LoadState(f *File, m *nn.Model, opts LoadOptions) (*LoadReport, error) {
 	if prefix == "" && !opts.NoAutoPrefix {
 		prefix = detectPrefix(names, byName, m)
 	}
-	r := &LoadReport{Renamed: map[string]string{}, Converted: map[string]DType{}, Prefix: prefix, Metadata: f.Metadata}
+	r := &LoadReport{Renamed: map[string]string{}, Converted: map[string]safetensors.DType{}, Prefix: prefix, Metadata: f.Metadata}
 
 	// Map checkpoint names to parameters.
 	source := map[string]string{} // parameter → checkpoint name
@@ -354,7 +356,7 @@ func detectPrefix(names []string, byName map[string]nn.Parameter, m *nn.Model) s
 
 // toTensor converts a checkpoint tensor to a value for parameter p,
 // checking the shape. conv is the source dtype when it differs from p's.
-func toTensor(st *Tensor, p nn.Parameter) (t *tensors.Tensor, conv DType, err error) {
+func toTensor(st *safetensors.Tensor, p nn.Parameter) (t *tensors.Tensor, conv safetensors.DType, err error) {
 	want := p.Variable.Shape().Dimensions
 	if !slices.Equal(st.Shape, want) {
 		return nil, "", fmt.Errorf("shape %v in the checkpoint, but parameter %s has shape %v", st.Shape, p.Name, want)
@@ -365,7 +367,7 @@ func toTensor(st *Tensor, p nn.Parameter) (t *tensors.Tensor, conv DType, err er
 		if err != nil {
 			return nil, "", fmt.Errorf("parameter %s is float32: %w", p.Name, err)
 		}
-		if st.DType != F32 {
+		if st.DType != safetensors.F32 {
 			conv = st.DType
 		}
 		return tensors.FromFlatDataAndDimensions(vals, want...), conv, nil
@@ -381,7 +383,7 @@ func toTensor(st *Tensor, p nn.Parameter) (t *tensors.Tensor, conv DType, err er
 			}
 			out[i] = int32(v)
 		}
-		if st.DType != I32 {
+		if st.DType != safetensors.I32 {
 			conv = st.DType
 		}
 		return tensors.FromFlatDataAndDimensions(out, want...), conv, nil

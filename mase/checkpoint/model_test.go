@@ -16,8 +16,11 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/internal/floattest"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/safetensors"
 )
 
 // snapshot returns every parameter's float32 bits by name.
@@ -29,7 +32,7 @@ func snapshot(t *testing.T, m *nn.Model) map[string][]uint32 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[p.Name] = bitsOf(v)
+		out[p.Name] = floattest.Bits(v)
 	}
 	return out
 }
@@ -57,7 +60,7 @@ func scramble(t *testing.T, m *nn.Model, seed uint64) {
 		for _, d := range p.Shape {
 			n *= d
 		}
-		if err := p.Variable.SetValue(tensors.FromFlatDataAndDimensions(randomFloats(n, rng), p.Shape...)); err != nil {
+		if err := p.Variable.SetValue(tensors.FromFlatDataAndDimensions(floattest.Random(n, rng), p.Shape...)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +108,7 @@ func TestSavedNamesAreHuggingFaces(t *testing.T) {
 	if err := SaveModel(path, newModel(t, "bert-tiny", 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadFile(path)
+	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +124,7 @@ func TestSavedNamesAreHuggingFaces(t *testing.T) {
 		"classifier.weight":                                    {2, 128},
 		"bert.encoder.layer.1.attention.output.LayerNorm.bias": {128},
 	} {
-		if st := f.Tensors[name]; st == nil || st.DType != F32 || !slices.Equal(st.Shape, shape) {
+		if st := f.Tensors[name]; st == nil || st.DType != safetensors.F32 || !slices.Equal(st.Shape, shape) {
 			t.Errorf("tensor %s = %+v, want F32 %v", name, st, shape)
 		}
 	}
@@ -146,7 +149,7 @@ func TestLoadTruncatedFileLeavesModelUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := LoadModel(path, m, LoadOptions{AllowMissing: true, AllowUnexpected: true})
-		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), path) {
+		if err == nil || !errors.Is(err, safetensors.ErrInvalid) || !strings.Contains(err.Error(), path) {
 			t.Errorf("cut at %d of %d: err = %v, want ErrInvalid naming the file", cut, len(data), err)
 		}
 		if d := sameSnapshot(before, snapshot(t, m)); d != "" {
@@ -188,14 +191,6 @@ func writeHandFile(t *testing.T, path string, ts []handTensor, metadata map[stri
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
 }
 
 // hfStyleFile writes bert-tiny's parameters as HuggingFace might: word
@@ -244,7 +239,7 @@ func hfStyleFile(t *testing.T, path string, m *nn.Model, rename func(string) str
 			for i := range vals {
 				vals[i] = float32(rng.NormFloat64())
 			}
-			data = f32Bytes(vals)
+			data = floattest.Bytes(vals)
 		}
 		want[p.Name] = vals
 		ts = append(ts, handTensor{rename(name), dtype, p.Shape, data})
@@ -282,7 +277,7 @@ func checkLoaded(t *testing.T, m *nn.Model, want map[string][]float32) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(bitsOf(got), bitsOf(vals)) {
+		if !slices.Equal(floattest.Bits(got), floattest.Bits(vals)) {
 			t.Errorf("parameter %s: values differ from the checkpoint's", name)
 		}
 	}
@@ -314,7 +309,7 @@ func TestLoadHuggingFaceStyleFile(t *testing.T) {
 	}
 	checkLoaded(t, m, want)
 	for _, name := range []string{"classifier.weight", "classifier.bias"} {
-		if got, _, _ := m.ParamValues(name); !slices.Equal(bitsOf(got), before[name]) {
+		if got, _, _ := m.ParamValues(name); !slices.Equal(floattest.Bits(got), before[name]) {
 			t.Errorf("%s changed though the checkpoint lacks it", name)
 		}
 	}
@@ -325,7 +320,7 @@ func TestLoadHuggingFaceStyleFile(t *testing.T) {
 		r.Renamed["bert.encoder.layer.1.output.LayerNorm.beta"] != "bert.encoder.layer.1.output.LayerNorm.bias" || len(r.Renamed) != 10 {
 		t.Errorf("renamed %v", r.Renamed)
 	}
-	if r.Converted["bert.embeddings.word_embeddings.weight"] != BF16 || r.Converted["bert.embeddings.LayerNorm.weight"] != F16 || len(r.Converted) != 11 {
+	if r.Converted["bert.embeddings.word_embeddings.weight"] != safetensors.BF16 || r.Converted["bert.embeddings.LayerNorm.weight"] != safetensors.F16 || len(r.Converted) != 11 {
 		t.Errorf("converted %v", r.Converted)
 	}
 	w := strings.Join(r.Warnings(), "\n")
@@ -373,19 +368,19 @@ func TestLoadShapeAndDTypeErrorsLoadNothing(t *testing.T) {
 	w := make([]float32, 32)
 	path := filepath.Join(dir, "bad.safetensors")
 	// fc1.weight is fine; fc1.bias has 9 values: nothing may be loaded.
-	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, f32Bytes(w)}, {"fc1.bias", "F32", []int{9}, f32Bytes(make([]float32, 9))}}, nil)
+	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, floattest.Bytes(w)}, {"fc1.bias", "F32", []int{9}, floattest.Bytes(make([]float32, 9))}}, nil)
 	_, err := LoadModel(path, m, LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "fc1.bias") || !strings.Contains(err.Error(), "[9]") || !strings.Contains(err.Error(), "[8]") || !strings.Contains(err.Error(), path) {
 		t.Errorf("shape mismatch: %v", err)
 	}
-	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, f32Bytes(w)}, {"fc1.bias", "I64", []int{8}, make([]byte, 64)}}, nil)
+	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, floattest.Bytes(w)}, {"fc1.bias", "I64", []int{8}, make([]byte, 64)}}, nil)
 	if _, err = LoadModel(path, m, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "fc1.bias") || !strings.Contains(err.Error(), "allowed: F32, F16, BF16, F64") {
 		t.Errorf("int64 into float32: %v", err)
 	}
 	// Old-style names map to the new ones, so gamma beside weight is two
 	// tensors for one parameter.
-	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, f32Bytes(w)}, {"fc1.bias", "F32", []int{8}, f32Bytes(make([]float32, 8))},
-		{"fc1.gamma", "F32", []int{8, 4}, f32Bytes(w)}}, nil)
+	writeHandFile(t, path, []handTensor{{"fc1.weight", "F32", []int{8, 4}, floattest.Bytes(w)}, {"fc1.bias", "F32", []int{8}, floattest.Bytes(make([]float32, 8))},
+		{"fc1.gamma", "F32", []int{8, 4}, floattest.Bytes(w)}}, nil)
 	if _, err = LoadModel(path, m, LoadOptions{}); err == nil || !strings.Contains(err.Error(), `"fc1.gamma" and "fc1.weight" both map to parameter fc1.weight`) {
 		t.Errorf("two tensors for one parameter: %v", err)
 	}
@@ -398,13 +393,13 @@ func TestLoadShapeAndDTypeErrorsLoadNothing(t *testing.T) {
 // whose name ends with suffix.
 func failAfter(t *testing.T, step, suffix string) {
 	t.Helper()
-	failHook = func(s, path string) error {
+	atomicfile.FailHook = func(s, path string) error {
 		if s == step && strings.HasSuffix(path, suffix) {
 			return errors.New("simulated failure: disk full")
 		}
 		return nil
 	}
-	t.Cleanup(func() { failHook = nil })
+	t.Cleanup(func() { atomicfile.FailHook = nil })
 }
 
 // listDir returns the names in dir, sorted.
@@ -442,7 +437,7 @@ func TestSaveModelIsAtomic(t *testing.T) {
 			t.Errorf("failure at %s left files %v", step, got)
 		}
 	}
-	failHook = nil
+	atomicfile.FailHook = nil
 	if err := SaveModel(filepath.Join(dir, "no", "such", "dir", "m.safetensors"), newModel(t, "mlp", 1), nil); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing directory: %v", err)
 	}

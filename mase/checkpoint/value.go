@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/safetensors"
 )
 
 // Node arguments, keyword arguments and metadata values are stored in the
@@ -174,14 +175,14 @@ func decodeValue(raw json.RawMessage, lookup func(string) (*ir.Node, error)) (an
 		return s, nil
 	case '{':
 	default:
-		return nil, fmt.Errorf("bare JSON value %s is not allowed: numbers are {\"int\": n} or {\"float\": x}, tuples {\"tuple\": [...]}", abbreviate(raw))
+		return nil, fmt.Errorf("bare JSON value %s is not allowed: numbers are {\"int\": n} or {\"float\": x}, tuples {\"tuple\": [...]}", safetensors.Abbreviate(raw))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
 	if len(obj) != 1 {
-		return nil, fmt.Errorf("tagged value %s must have exactly one key (int, int32, int64, float, float32, tuple, dict, slice, node)", abbreviate(raw))
+		return nil, fmt.Errorf("tagged value %s must have exactly one key (int, int32, int64, float, float32, tuple, dict, slice, node)", safetensors.Abbreviate(raw))
 	}
 	var tag string
 	for k := range obj {
@@ -199,7 +200,7 @@ func decodeTagged(tag string, body json.RawMessage, lookup func(string) (*ir.Nod
 		}
 		n, err := strconv.ParseInt(string(body), 10, bits)
 		if err != nil {
-			return nil, fmt.Errorf("%s value %s is not a %d-bit integer", tag, abbreviate(body), bits)
+			return nil, fmt.Errorf("%s value %s is not a %d-bit integer", tag, safetensors.Abbreviate(body), bits)
 		}
 		switch tag {
 		case "int64":
@@ -218,7 +219,7 @@ func decodeTagged(tag string, body json.RawMessage, lookup func(string) (*ir.Nod
 		}
 		f, err := parseFloat(body, bits)
 		if err != nil {
-			return nil, fmt.Errorf("%s value %s: %w", tag, abbreviate(body), err)
+			return nil, fmt.Errorf("%s value %s: %w", tag, safetensors.Abbreviate(body), err)
 		}
 		if bits == 32 {
 			return float32(f), nil
@@ -227,7 +228,7 @@ func decodeTagged(tag string, body json.RawMessage, lookup func(string) (*ir.Nod
 	case "tuple":
 		var elems []json.RawMessage
 		if err := json.Unmarshal(body, &elems); err != nil || elems == nil {
-			return nil, fmt.Errorf("tuple must be a JSON array, got %s", abbreviate(body))
+			return nil, fmt.Errorf("tuple must be a JSON array, got %s", safetensors.Abbreviate(body))
 		}
 		out := make([]any, len(elems))
 		for i, e := range elems {
@@ -250,13 +251,13 @@ func decodeTagged(tag string, body json.RawMessage, lookup func(string) (*ir.Nod
 	case "slice":
 		var bounds []*int
 		if err := json.Unmarshal(body, &bounds); err != nil || len(bounds) != 3 {
-			return nil, fmt.Errorf("slice must be [start, stop, step] (integers or null), got %s", abbreviate(body))
+			return nil, fmt.Errorf("slice must be [start, stop, step] (integers or null), got %s", safetensors.Abbreviate(body))
 		}
 		return ir.Slice{Start: bounds[0], Stop: bounds[1], Step: bounds[2]}, nil
 	case "node":
 		var name string
 		if err := json.Unmarshal(body, &name); err != nil {
-			return nil, fmt.Errorf("node reference must be a node name string, got %s", abbreviate(body))
+			return nil, fmt.Errorf("node reference must be a node name string, got %s", safetensors.Abbreviate(body))
 		}
 		if lookup == nil {
 			return nil, fmt.Errorf("node reference %q is not allowed here", name)
@@ -297,7 +298,7 @@ func decodeObject(raw json.RawMessage, lookup func(string) (*ir.Node, error)) (m
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("want a JSON object of values, got %s", abbreviate(raw))
+		return nil, fmt.Errorf("want a JSON object of values, got %s", safetensors.Abbreviate(raw))
 	}
 	out := make(map[string]any, len(obj))
 	for _, k := range sortedKeys(obj) {

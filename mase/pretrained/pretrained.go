@@ -17,7 +17,9 @@ import (
 	"github.com/gomase/gomase/mase/hub"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/safetensors"
 	"github.com/gomase/gomase/mase/tokenizer"
+	"github.com/gomase/gomase/mase/torchbin"
 )
 
 // LabsModel is the model every MASE lab starts from.
@@ -193,7 +195,7 @@ func firstNames(names []string, n int) string {
 }
 
 // loadWeights finds and reads the first weight file the repository has.
-func loadWeights(id string, ho hub.Options) (*checkpoint.File, string, error) {
+func loadWeights(id string, ho hub.Options) (*safetensors.File, string, error) {
 	for _, name := range weightFiles {
 		path, ok, err := hub.ResolveOptional(id, name, ho)
 		if err != nil {
@@ -213,15 +215,15 @@ func loadWeights(id string, ho hub.Options) (*checkpoint.File, string, error) {
 }
 
 // readWeights reads a safetensors or torch.save file by its name.
-func readWeights(path string) (*checkpoint.File, error) {
+func readWeights(path string) (*safetensors.File, error) {
 	if strings.HasSuffix(path, ".safetensors") {
-		return checkpoint.ReadFile(path)
+		return safetensors.ReadFile(path)
 	}
-	return checkpoint.ReadTorchFile(path)
+	return torchbin.ReadFile(path)
 }
 
 // loadShards reads the shards an index file names and merges them.
-func loadShards(id, indexPath string, ho hub.Options) (*checkpoint.File, error) {
+func loadShards(id, indexPath string, ho hub.Options) (*safetensors.File, error) {
 	raw, err := os.ReadFile(indexPath)
 	if err != nil {
 		return nil, err
@@ -244,7 +246,7 @@ func loadShards(id, indexPath string, ho hub.Options) (*checkpoint.File, error) 
 		names = append(names, s)
 	}
 	sort.Strings(names)
-	merged := &checkpoint.File{Tensors: map[string]*checkpoint.Tensor{}}
+	merged := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}}
 	for _, s := range names {
 		path, err := hub.Resolve(id, s, ho)
 		if err != nil {

@@ -1,18 +1,12 @@
-// Package checkpoint saves and loads gomase models and MaseGraphs.
+// Package safetensors reads and writes the safetensors format (the format
+// HuggingFace uses for model.safetensors): named little-endian tensors
+// behind a JSON header.
 //
-// Parameters are stored in the safetensors format (the format HuggingFace
-// uses for model.safetensors), under their HuggingFace names, so a
-// checkpoint written here can be read by HF tools and a HF checkpoint of the
-// same architecture can be loaded here (SaveModel, LoadModel). A MaseGraph
-// is exported as two files, <base>.safetensors and <base>.json (Export,
-// Import), the counterpart of MASE's mg.export / MaseGraph.from_checkpoint.
-//
-// The safetensors reader and writer (Parse, ReadFile, File.Encode,
-// WriteFile) are written on the standard library. A file is read whole and
-// validated before any value is used: the loaders never leave a model half
-// loaded. Every file is written atomically (temporary file in the same
+// It is written on the standard library. A file is parsed whole and
+// validated before any tensor is returned (Parse, ReadFile); File.Encode
+// and WriteFile write one, WriteFile atomically (temporary file in the same
 // directory, fsync, rename).
-package checkpoint
+package safetensors
 
 import (
 	"bytes"
@@ -27,6 +21,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gomase/gomase/internal/atomicfile"
 )
 
 // ErrInvalid is wrapped by every error about malformed safetensors data
@@ -90,7 +86,7 @@ type Tensor struct {
 // NewF32 returns an F32 tensor holding values (row-major) with the given
 // shape; the number of values must match the shape.
 func NewF32(shape []int, values []float32) (*Tensor, error) {
-	n, err := numElements(shape)
+	n, err := NumElements(shape)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +103,7 @@ func NewF32(shape []int, values []float32) (*Tensor, error) {
 // NewI32 returns an I32 tensor holding values (row-major) with the given
 // shape; the number of values must match the shape.
 func NewI32(shape []int, values []int32) (*Tensor, error) {
-	n, err := numElements(shape)
+	n, err := NumElements(shape)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +119,13 @@ func NewI32(shape []int, values []int32) (*Tensor, error) {
 
 // NumElements returns the product of the shape (1 for a scalar).
 func (t *Tensor) NumElements() int {
-	n, _ := numElements(t.Shape)
+	n, _ := NumElements(t.Shape)
 	return n
 }
 
-// numElements multiplies the dimensions, rejecting negative ones and
-// overflow.
-func numElements(shape []int) (int, error) {
+// NumElements returns the number of elements of a tensor of the given
+// shape (1 for a scalar), rejecting negative dimensions and overflow.
+func NumElements(shape []int) (int, error) {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
@@ -149,7 +145,7 @@ func (t *Tensor) check() error {
 	if size == 0 {
 		return fmt.Errorf("unknown dtype %q (allowed: %s)", t.DType, allowedDTypes)
 	}
-	n, err := numElements(t.Shape)
+	n, err := NumElements(t.Shape)
 	if err != nil {
 		return err
 	}
@@ -399,7 +395,7 @@ func jsonErr(err error, dec *json.Decoder) error {
 func parseMetadata(raw json.RawMessage) (map[string]string, error) {
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, invalid("%s must be a JSON object of strings, got %s", metadataKey, abbreviate(raw))
+		return nil, invalid("%s must be a JSON object of strings, got %s", metadataKey, Abbreviate(raw))
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
@@ -418,7 +414,7 @@ func parseEntry(name string, raw json.RawMessage) (*Tensor, span, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		return nil, span{}, invalid("tensor %q: header entry %s: %v (want {\"dtype\": ..., \"shape\": [...], \"data_offsets\": [begin, end]})", name, abbreviate(raw), err)
+		return nil, span{}, invalid("tensor %q: header entry %s: %v (want {\"dtype\": ..., \"shape\": [...], \"data_offsets\": [begin, end]})", name, Abbreviate(raw), err)
 	}
 	size := e.DType.Size()
 	switch {
@@ -442,7 +438,7 @@ func parseEntry(name string, raw json.RawMessage) (*Tensor, span, error) {
 		}
 		shape[i] = int(d)
 	}
-	n, err := numElements(shape)
+	n, err := NumElements(shape)
 	if err != nil || n > math.MaxInt/size {
 		return nil, span{}, invalid("tensor %q: shape %v is too large", name, e.Shape)
 	}
@@ -489,8 +485,8 @@ func checkSpans(spans []span, bufLen int64) error {
 	return nil
 }
 
-// abbreviate shortens raw JSON for an error message.
-func abbreviate(raw []byte) string {
+// Abbreviate shortens raw JSON to at most 80 bytes for an error message.
+func Abbreviate(raw []byte) string {
 	s := string(raw)
 	if len(s) > 80 {
 		s = s[:77] + "..."
@@ -582,5 +578,5 @@ func WriteFile(path string, f *File) error {
 	if err != nil {
 		return fmt.Errorf("writing safetensors file %s: %w", path, err)
 	}
-	return writeFilesAtomic([]pendingFile{{path, data}})
+	return atomicfile.Write(atomicfile.File{Path: path, Data: data})
 }

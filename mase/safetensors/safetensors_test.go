@@ -1,4 +1,4 @@
-package checkpoint
+package safetensors
 
 import (
 	"bytes"
@@ -7,42 +7,14 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/internal/floattest"
 )
-
-// specialBits are float32 bit patterns a checkpoint must keep exactly.
-var specialBits = []uint32{
-	0x00000000, 0x80000000, // +0, -0
-	0x7f800000, 0xff800000, // ±Inf
-	0x7fc00000, 0xffc00000, 0x7fc00001, 0x7fa00000, 0x7f800001, 0xffffffff, // NaNs: quiet, signalling, payloads
-	0x00000001, 0x807fffff, // subnormals
-	0x7f7fffff, 0xff7fffff, // ±MaxFloat32
-	0x3f800000, // 1
-}
-
-// randomFloats returns n float32 values with random bit patterns, the
-// special ones first.
-func randomFloats(n int, rng *rand.Rand) []float32 {
-	out := make([]float32, n)
-	for i := range out {
-		if i < len(specialBits) {
-			out[i] = math.Float32frombits(specialBits[i])
-		} else {
-			out[i] = math.Float32frombits(rng.Uint32())
-		}
-	}
-	return out
-}
-
-func bitsOf(v []float32) []uint32 {
-	out := make([]uint32, len(v))
-	for i, f := range v {
-		out[i] = math.Float32bits(f)
-	}
-	return out
-}
 
 // halfOracle computes a binary16 value from its definition, in float64.
 func halfOracle(h uint16) float64 {
@@ -136,7 +108,7 @@ func TestFloat32sConversions(t *testing.T) {
 
 func TestFileRoundTripBitExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	vals := randomFloats(3*7, rng)
+	vals := floattest.Random(3*7, rng)
 	a, err := NewF32([]int{3, 7}, vals)
 	if err != nil {
 		t.Fatal(err)
@@ -165,11 +137,11 @@ func TestFileRoundTripBitExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(bitsOf(got), bitsOf(vals)) {
-		t.Errorf("F32 values changed:\n got %x\nwant %x", bitsOf(got), bitsOf(vals))
+	if !slices.Equal(floattest.Bits(got), floattest.Bits(vals)) {
+		t.Errorf("F32 values changed:\n got %x\nwant %x", floattest.Bits(got), floattest.Bits(vals))
 	}
 	if s, _ := g.Tensors["s"].Float32s(); len(g.Tensors["s"].Shape) != 0 || math.Float32bits(s[0]) != 0x80000000 {
-		t.Errorf("scalar -0: shape %v bits %x", g.Tensors["s"].Shape, bitsOf(s))
+		t.Errorf("scalar -0: shape %v bits %x", g.Tensors["s"].Shape, floattest.Bits(s))
 	}
 	if e := g.Tensors["e"]; !slices.Equal(e.Shape, []int{0, 4}) || len(e.Data) != 0 {
 		t.Errorf("empty tensor %+v", e)
@@ -270,5 +242,59 @@ func TestParseRejectsEveryTruncation(t *testing.T) {
 	hlen := binary.LittleEndian.Uint64(data)
 	if err := json.Unmarshal(data[8:8+hlen], &hdr); err != nil || len(hdr) != 3 {
 		t.Fatalf("header %s: %v", data[8:8+hlen], err)
+	}
+}
+
+func TestWriteFileReadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.safetensors")
+	a, _ := NewF32([]int{2}, []float32{1, -2})
+	if err := WriteFile(path, &File{Tensors: map[string]*Tensor{"a": a}, Metadata: map[string]string{"format": "pt"}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Tensors["a"]; got == nil || !bytes.Equal(got.Data, a.Data) || f.Metadata["format"] != "pt" {
+		t.Errorf("read back %+v, metadata %v", got, f.Metadata)
+	}
+	bad := &File{Tensors: map[string]*Tensor{"x": {DType: F32, Shape: []int{2}}}}
+	if err := WriteFile(filepath.Join(dir, "bad.safetensors"), bad); err == nil || !strings.Contains(err.Error(), "writing safetensors file "+dir) {
+		t.Errorf("bad tensor: %v", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "bad.safetensors")); err == nil || !strings.Contains(err.Error(), "reading safetensors file") {
+		t.Errorf("a failed write left a file, or the missing file's error is %v", err)
+	}
+	if err := os.WriteFile(path, []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(path); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "safetensors file "+path) {
+		t.Errorf("corrupt file: %v", err)
+	}
+}
+
+func TestNumElements(t *testing.T) {
+	for _, c := range []struct {
+		shape []int
+		n     int
+		err   string
+	}{
+		{nil, 1, ""}, {[]int{2, 3}, 6, ""}, {[]int{4, 0, 5}, 0, ""},
+		{[]int{2, -1}, 0, "negative dimension"}, {[]int{math.MaxInt, 2}, 0, "too many elements"},
+	} {
+		n, err := NumElements(c.shape)
+		if c.err == "" && (err != nil || n != c.n) || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("NumElements(%v) = %d, %v; want %d, %q", c.shape, n, err, c.n, c.err)
+		}
+	}
+}
+
+func TestAbbreviate(t *testing.T) {
+	if got := Abbreviate([]byte(`{"a":1}`)); got != `{"a":1}` {
+		t.Errorf("short JSON changed: %s", got)
+	}
+	if got := Abbreviate([]byte(strings.Repeat("x", 100))); len(got) != 80 || !strings.HasSuffix(got, "...") {
+		t.Errorf("long JSON: %q", got)
 	}
 }

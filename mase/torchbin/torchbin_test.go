@@ -1,4 +1,4 @@
-package checkpoint
+package torchbin
 
 import (
 	"archive/zip"
@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/internal/floattest"
+	"github.com/gomase/gomase/mase/safetensors"
 )
 
 // pickleWriter writes the few opcodes a torch.save state dict uses
@@ -77,7 +80,7 @@ func torchArchive(t *testing.T, pkl []byte, storages map[string][]byte) []byte {
 	return buf.Bytes()
 }
 
-func TestParseTorchStateDict(t *testing.T) {
+func TestParseStateDict(t *testing.T) {
 	var w pickleWriter
 	w.op("\x80\x02")
 	w.global("collections", "OrderedDict")
@@ -95,13 +98,13 @@ func TestParseTorchStateDict(t *testing.T) {
 	w.op(")RtR")
 	w.op("u.")
 	half := []byte{0x00, 0x3c, 0x00, 0xc0} // 1.0, -2.0
-	data := torchArchive(t, w.Bytes(), map[string][]byte{"0": f32Bytes([]float32{9, 1, 2, 3, 4, 5, 6}), "1": half})
+	data := torchArchive(t, w.Bytes(), map[string][]byte{"0": floattest.Bytes([]float32{9, 1, 2, 3, 4, 5, 6}), "1": half})
 
 	path := filepath.Join(t.TempDir(), "pytorch_model.bin")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadTorchFile(path)
+	f, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,15 +122,15 @@ func TestParseTorchStateDict(t *testing.T) {
 	check("a.weight", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6})
 	check("a.weight_t", []int{3, 2}, []float32{1, 4, 2, 5, 3, 6})
 	check("b.bias", []int{2}, []float32{1, -2})
-	if f.Tensors["b.bias"].DType != F16 {
+	if f.Tensors["b.bias"].DType != safetensors.F16 {
 		t.Errorf("b.bias dtype %s, want F16", f.Tensors["b.bias"].DType)
 	}
 }
 
-// TestParseTorchRefusesCode: a pickle whose global is os.system (the
+// TestParseRefusesCode: a pickle whose global is os.system (the
 // classic malicious pickle) is refused with an error naming it, and
 // nothing runs.
-func TestParseTorchRefusesCode(t *testing.T) {
+func TestParseRefusesCode(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pwned")
 	for _, global := range [][2]string{{"os", "system"}, {"posix", "system"}, {"builtins", "eval"}, {"subprocess", "Popen"}} {
 		var w pickleWriter
@@ -136,7 +139,7 @@ func TestParseTorchRefusesCode(t *testing.T) {
 		w.op("(")
 		w.str("touch " + marker)
 		w.op("tR.")
-		_, err := ParseTorch(torchArchive(t, w.Bytes(), nil))
+		_, err := Parse(torchArchive(t, w.Bytes(), nil))
 		if err == nil || !strings.Contains(err.Error(), "refusing the pickle global "+global[0]+"."+global[1]) {
 			t.Errorf("%s.%s: error %v, want a refusal naming it", global[0], global[1], err)
 		}
@@ -159,7 +162,7 @@ func oneTensorDict(offset int) []byte {
 	return w.Bytes()
 }
 
-func TestParseTorchBadInput(t *testing.T) {
+func TestParseBadInput(t *testing.T) {
 	ok := oneTensorDict(0)
 	var noPickle bytes.Buffer
 	zw := zip.NewWriter(&noPickle)
@@ -177,16 +180,16 @@ func TestParseTorchBadInput(t *testing.T) {
 		{"text", []byte("hello"), "not a zip archive"},
 		{"legacy", []byte("\x80\x02\x8a\x0alegacy"), "legacy torch.save format"},
 		{"no data.pkl", noPickle.Bytes(), "the zip archive has no data.pkl"},
-		{"short storage", torchArchive(t, ok, map[string][]byte{"0": f32Bytes([]float32{1, 2})}), "need 16 bytes, the archive holds 8"},
+		{"short storage", torchArchive(t, ok, map[string][]byte{"0": floattest.Bytes([]float32{1, 2})}), "need 16 bytes, the archive holds 8"},
 		{"missing storage", torchArchive(t, ok, nil), "no data/0 in the archive"},
 		{"not a dict", torchArchive(t, notDict.Bytes(), nil), "not a state dict"},
 	} {
-		if _, err := ParseTorch(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Parse(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}
 	// A view reaching past its storage.
-	if _, err := ParseTorch(torchArchive(t, oneTensorDict(2), map[string][]byte{"0": f32Bytes([]float32{1, 2, 3, 4})})); err == nil || !strings.Contains(err.Error(), "reaches element 5 of a storage of 4") {
+	if _, err := Parse(torchArchive(t, oneTensorDict(2), map[string][]byte{"0": floattest.Bytes([]float32{1, 2, 3, 4})})); err == nil || !strings.Contains(err.Error(), "reaches element 5 of a storage of 4") {
 		t.Errorf("out-of-range view: %v", err)
 	}
 }

@@ -1,4 +1,7 @@
-package checkpoint
+// Package torchbin reads PyTorch state dicts saved by torch.save
+// (HuggingFace's pytorch_model.bin) into safetensors Files, without running
+// the pickle.
+package torchbin
 
 import (
 	"archive/zip"
@@ -13,14 +16,15 @@ import (
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/gomase/gomase/mase/safetensors"
 )
 
-// The PyTorch state-dict reader (HuggingFace's pytorch_model.bin) unpickles
-// with gopickle's Unpickler, which interprets the pickle opcodes in Go and
-// never runs Python; on top of that only the globals a state dict needs are
-// resolved (tensor rebuilders, storage types, OrderedDict), so a pickle
-// naming anything else (os.system, builtins.eval, ...) is refused before a
-// single tensor is read.
+// The reader unpickles with gopickle's Unpickler, which interprets the
+// pickle opcodes in Go and never runs Python; on top of that only the
+// globals a state dict needs are resolved (tensor rebuilders, storage
+// types, OrderedDict), so a pickle naming anything else (os.system,
+// builtins.eval, ...) is refused before a single tensor is read.
 
 // maxTorchPickle bounds the size of a state dict's data.pkl (the pickle
 // holds names and tensor descriptions, not values).
@@ -28,30 +32,30 @@ const maxTorchPickle = 64 << 20
 
 // torchStorageTypes maps the storage classes torch.save pickles to element
 // types.
-var torchStorageTypes = map[string]DType{
-	"FloatStorage": F32, "HalfStorage": F16, "BFloat16Storage": BF16, "DoubleStorage": F64,
-	"LongStorage": I64, "IntStorage": I32, "CharStorage": I8, "ByteStorage": U8, "BoolStorage": Bool,
+var torchStorageTypes = map[string]safetensors.DType{
+	"FloatStorage": safetensors.F32, "HalfStorage": safetensors.F16, "BFloat16Storage": safetensors.BF16, "DoubleStorage": safetensors.F64,
+	"LongStorage": safetensors.I64, "IntStorage": safetensors.I32, "CharStorage": safetensors.I8, "ByteStorage": safetensors.U8, "BoolStorage": safetensors.Bool,
 }
 
-// ReadTorchFile reads a PyTorch state dict saved by torch.save (the zip
+// ReadFile reads a PyTorch state dict saved by torch.save (the zip
 // archive of PyTorch 1.6 and later, as HuggingFace's pytorch_model.bin) into
-// a File: every tensor of the dict under its name, converted to a
+// a safetensors File: every tensor of the dict under its name, converted to a
 // contiguous little-endian tensor. Tensors sharing a storage (tied
 // weights), storage offsets and strided views are supported.
-func ReadTorchFile(path string) (*File, error) {
+func ReadFile(path string) (*safetensors.File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseTorch(data)
+	f, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }
 
-// ParseTorch is ReadTorchFile for the file's bytes.
-func ParseTorch(data []byte) (*File, error) {
+// Parse is ReadFile for the file's bytes.
+func Parse(data []byte) (*safetensors.File, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if len(data) > 0 && (data[0] == 0x80 || data[0] == 'c') {
@@ -117,16 +121,16 @@ type torchLoader struct {
 }
 
 // torchStorageType is a pickled storage class (torch.FloatStorage, ...).
-type torchStorageType struct{ dtype DType }
+type torchStorageType struct{ dtype safetensors.DType }
 
 // torchStorage is one storage's raw little-endian bytes.
 type torchStorage struct {
-	dtype DType
+	dtype safetensors.DType
 	data  []byte
 }
 
 // torchTensor is a rebuilt tensor, already contiguous.
-type torchTensor struct{ t *Tensor }
+type torchTensor struct{ t *safetensors.Tensor }
 
 // torchRebuild is torch._utils._rebuild_tensor_v2.
 type torchRebuild struct{}
@@ -223,15 +227,15 @@ func (torchRebuildParameter) Call(args ...any) (any, error) {
 
 // gatherStrided copies the view (offset, shape, stride) of s into a
 // contiguous row-major tensor, checking every element is inside s.
-func gatherStrided(s *torchStorage, offset int, shape, stride []int) (*Tensor, error) {
+func gatherStrided(s *torchStorage, offset int, shape, stride []int) (*safetensors.Tensor, error) {
 	es := s.dtype.Size()
-	n, err := numElements(shape)
+	n, err := safetensors.NumElements(shape)
 	if err != nil {
 		return nil, err
 	}
 	avail := len(s.data) / es
 	if n == 0 {
-		return &Tensor{DType: s.dtype, Shape: shape, Data: []byte{}}, nil
+		return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: []byte{}}, nil
 	}
 	// The largest element index the view reaches must be in the storage.
 	last := offset
@@ -255,7 +259,7 @@ func gatherStrided(s *torchStorage, offset int, shape, stride []int) (*Tensor, e
 	}
 	if contiguous {
 		copy(out, s.data[offset*es:(offset+n)*es])
-		return &Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
+		return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
 	}
 	idx := make([]int, len(shape))
 	for k := 0; k < n; k++ {
@@ -272,13 +276,13 @@ func gatherStrided(s *torchStorage, offset int, shape, stride []int) (*Tensor, e
 			idx[i] = 0
 		}
 	}
-	return &Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
+	return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
 }
 
 // stateDict turns the unpickled object into a File: a dict from names to
 // tensors.
-func stateDict(obj any) (*File, error) {
-	f := &File{Tensors: map[string]*Tensor{}}
+func stateDict(obj any) (*safetensors.File, error) {
+	f := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}}
 	add := func(k, v any) error {
 		name, ok := k.(string)
 		if !ok {

@@ -1,0 +1,117 @@
+// Package atomicfile writes files atomically: each file goes to a
+// temporary file in its target directory, is fsynced, and is renamed into
+// place, so a failed write leaves any previous file unchanged.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File is a file's final path and content.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// FailHook, when set (by tests), is called before each step of a write
+// ("write", "sync", "rename") with the final path; an error it returns
+// aborts the write at that step. For "write", half the data has been
+// written when it is called, as after a full disk.
+var FailHook func(step, path string) error
+
+func hook(step, path string) error {
+	if FailHook == nil {
+		return nil
+	}
+	return FailHook(step, path)
+}
+
+// Write writes every file to a temporary file beside its final path,
+// syncs them all, then renames them into place in order. Until the first
+// rename nothing at the final paths changes; on any error the temporary
+// files are removed. Files are written with mode 0644.
+func Write(files ...File) (err error) {
+	temps := make([]string, len(files))
+	defer func() {
+		if err != nil {
+			for _, t := range temps {
+				if t != "" {
+					os.Remove(t)
+				}
+			}
+		}
+	}()
+	for i, f := range files {
+		if fi, statErr := os.Stat(f.Path); statErr == nil && fi.IsDir() {
+			return fmt.Errorf("cannot write %s: it is a directory (give a file path)", f.Path)
+		}
+		dir := filepath.Dir(f.Path)
+		if fi, statErr := os.Stat(dir); statErr != nil || !fi.IsDir() {
+			return fmt.Errorf("cannot write %s: directory %s does not exist", f.Path, dir)
+		}
+		tmp, cerr := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".tmp-*")
+		if cerr != nil {
+			return fmt.Errorf("cannot write %s: creating a temporary file in %s: %w", f.Path, dir, cerr)
+		}
+		temps[i] = tmp.Name()
+		if werr := writeSynced(tmp, f); werr != nil {
+			tmp.Close()
+			return fmt.Errorf("writing %s: %w (the previous file, if any, is unchanged)", f.Path, werr)
+		}
+		if cerr := tmp.Close(); cerr != nil {
+			return fmt.Errorf("writing %s: closing the temporary file: %w (the previous file, if any, is unchanged)", f.Path, cerr)
+		}
+		if cerr := os.Chmod(tmp.Name(), 0o644); cerr != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, cerr)
+		}
+	}
+	for i, f := range files {
+		if rerr := hook("rename", f.Path); rerr != nil {
+			return fmt.Errorf("renaming into %s: %w", f.Path, rerr)
+		}
+		if rerr := os.Rename(temps[i], f.Path); rerr != nil {
+			return fmt.Errorf("renaming the temporary file into %s: %w", f.Path, rerr)
+		}
+		temps[i] = ""
+	}
+	syncDirs(files)
+	return nil
+}
+
+// writeSynced writes f's data to tmp and flushes it to stable storage.
+func writeSynced(tmp *os.File, f File) error {
+	half := len(f.Data) / 2
+	if _, err := tmp.Write(f.Data[:half]); err != nil {
+		return err
+	}
+	if err := hook("write", f.Path); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(f.Data[half:]); err != nil {
+		return err
+	}
+	if err := hook("sync", f.Path); err != nil {
+		return err
+	}
+	return tmp.Sync()
+}
+
+// syncDirs fsyncs the directories holding the files so the renames are
+// durable. Failures are ignored: some systems cannot sync a directory, and
+// the files themselves are already complete.
+func syncDirs(files []File) {
+	done := map[string]bool{}
+	for _, f := range files {
+		dir := filepath.Dir(f.Path)
+		if done[dir] {
+			continue
+		}
+		done[dir] = true
+		if d, err := os.Open(dir); err == nil {
+			_ = d.Sync() // best effort
+			d.Close()
+		}
+	}
+}
