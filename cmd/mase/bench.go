@@ -23,7 +23,7 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go|go:<options>|xla:cuda|xla:PATH] [--rewrites all|none|LIST] [--eager-rewritten] [--mxint8 GROUP] [--json] | sdpa [--shape 32,8,128,64] [--dtype float32|float16] [--reps R] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--json]"
+const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18] [--batch B] [--seq L] [--image H] [--iters 5,50,200] [--warmup W] [--backend go|go:<options>|xla:cuda|xla:PATH] [--rewrites all|none|LIST] [--eager-rewritten] [--mxint8 GROUP] [--json] | sdpa [--shape 32,8,128,64] [--dtype float32|float16] [--reps R] [--backend B [--loop N]] [--json] | mxint8 [--group-size 32] [--values N] [--reps R] [--large] [--backend B [--loop N]] [--json]"
 
 func init() {
 	register(command{
@@ -33,6 +33,37 @@ func init() {
 		run:   runBench,
 		heavy: true,
 	})
+}
+
+// backendNames says what a --backend flag takes.
+var backendNames = "go, go:<options>, xla:cuda (XLA on a CUDA PJRT plugin found on disk, e.g. JAX's; " +
+	backend.CUDAPluginEnv + " names one) or xla:PATH (XLA on the PJRT plugin at PATH)"
+
+// backendFlag is the --backend flag of the benchmarks.
+func backendFlag(fs *flag.FlagSet) *string {
+	return fs.String("backend", "", "compute backend: "+backendNames+"; default $GOMLX_BACKEND, else go (docs/GPU.md)")
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// benchBackend opens the backend a --backend flag names; empty is the
+// shared backend ($GOMLX_BACKEND, else go), and the flag is set to its
+// spec.
+func benchBackend(spec *string) (compute.Backend, error) {
+	if *spec == "" {
+		*spec = backend.DefaultSpec()
+		return backend.Default()
+	}
+	be, err := backend.Open(*spec)
+	if err != nil {
+		return nil, fmt.Errorf("--backend: %w", err)
+	}
+	return be, nil
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -53,8 +84,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	seq := fs.Int("seq", 128, "sequence length (bert-tiny)")
 	iters := fs.String("iters", "5,50,200", "n of the lab's figure (mean over the first n calls, no warm-up); the run makes max(n) calls per mode")
 	warmup := fs.Int("warmup", 5, "calls left out of the steady-state statistics")
-	be := fs.String("backend", "", "compute backend: go, go:<options>, xla:cuda (XLA on a CUDA PJRT plugin found on disk, e.g. JAX's; "+
-		backend.CUDAPluginEnv+" names one) or xla:PATH (XLA on the PJRT plugin at PATH); default $GOMLX_BACKEND, else go (docs/GPU.md)")
+	be := backendFlag(fs)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
 	rewriteList := fs.String("rewrites", "all", "compiled-mode rewrites: all, none, or a comma-separated list of "+strings.Join(compileopt.Names(), ", "))
@@ -74,15 +104,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 || *seq < 1 || *seq > 512 || *image < 32 {
 		return fmt.Errorf("--batch must be ≥ 1, --seq in 1..512 and --image ≥ 32 (got %d, %d, %d)", *batch, *seq, *image)
 	}
-	// No --backend: the shared backend (GOMLX_BACKEND, else go).
-	var onBackend compute.Backend
-	if *be == "" {
-		*be = backend.DefaultSpec()
-		if onBackend, err = backend.Default(); err != nil {
-			return err
-		}
-	} else if onBackend, err = backend.Open(*be); err != nil {
-		return fmt.Errorf("--backend: %w", err)
+	onBackend, err := benchBackend(be)
+	if err != nil {
+		return err
 	}
 	var m *nn.Model
 	var inputs map[string]*tensors.Tensor
@@ -161,6 +185,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.DispatchFloor, err = perf.DispatchFloor(onBackend, 50); err != nil {
+		return err
+	}
 	if report != nil {
 		c.Notes = append(c.Notes, "compiled-mode rewrites: "+report.String())
 		if *eagerRewritten {
@@ -168,9 +195,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		return writeJSON(stdout, c)
 	}
 	fmt.Fprint(stdout, c.Format())
 	return nil

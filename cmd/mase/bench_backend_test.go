@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/perf"
 )
 
 // TestBenchBackendErrors checks that `mase bench compile --backend` refuses
@@ -47,5 +49,28 @@ func TestBenchBackendGo(t *testing.T) {
 	}
 	if !strings.Contains(out, "backend go:ops_sequential") {
 		t.Errorf("workload does not name the backend:\n%s", out)
+	}
+}
+
+// TestBenchKernelGraphs runs `mase bench sdpa|mxint8 --backend go`: the
+// GoMLX graphs timed inside one executable, next to the dispatch floor.
+func TestBenchKernelGraphs(t *testing.T) {
+	code, out, stderr := runCLI("bench", "sdpa", "--backend", "go", "--shape", "1,2,16,8", "--reps", "2", "--loop", "3", "--json")
+	if code != 0 {
+		t.Fatalf("sdpa: exit %d: %s", code, stderr)
+	}
+	var s perf.SDPAGraphReport
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Reps != 3 || s.Timings != 2 || s.DType != "float32" || s.MaxAbsErr > 1e-5 || s.DispatchFloorMs <= 0 {
+		t.Errorf("sdpa: %v, %+v", err, s)
+	}
+	code, out, stderr = runCLI("bench", "mxint8", "--backend", "go", "--values", "1000", "--group-size", "8", "--reps", "2", "--loop", "2")
+	if code != 0 || !strings.Contains(out, "bit-exact with the reference") || !strings.Contains(out, "dispatch floor") {
+		t.Errorf("mxint8: exit %d, %s%s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI("bench", "sdpa", "--backend", "go", "--loop", "0"); code == 0 || !strings.Contains(stderr, "--loop must be ≥ 1") {
+		t.Errorf("--loop 0: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("bench", "mxint8", "--backend", "nope"); code == 0 || !strings.Contains(stderr, `unknown backend "nope"`) {
+		t.Errorf("--backend nope: exit %d, %s", code, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/float16"
 
 	"github.com/gomase/gomase/kernels/sdpa"
@@ -38,6 +38,8 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	shape := fs.String("shape", "32,8,128,64", "batch,heads,seq,head_dim (the lab's q = k = v shape)")
 	dtype := fs.String("dtype", "float32", "float32 or float16")
 	reps := fs.Int("reps", 11, "timed calls of each (the median is reported)")
+	be := fs.String("backend", "", "time the GoMLX graphs (sdpa.NaiveGraph vs sdpa.FusedGraph) on this backend instead of the Go kernels: "+backendNames)
+	loop := fs.Int("loop", 20, "with --backend: attention calls repeated inside one executable per timing, so the figure leaves out the per-call dispatch")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
@@ -52,8 +54,29 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	if *dtype != "float32" && *dtype != "float16" {
 		return fmt.Errorf("unknown --dtype %q (allowed: float32, float16)", *dtype)
 	}
-	if *reps < 1 {
-		return fmt.Errorf("--reps must be ≥ 1")
+	if *reps < 1 || *loop < 1 {
+		return fmt.Errorf("--reps and --loop must be ≥ 1 (got %d, %d)", *reps, *loop)
+	}
+	if *be != "" {
+		onBackend, err := benchBackend(be)
+		if err != nil {
+			return err
+		}
+		dt := map[string]dtypes.DType{"float32": dtypes.Float32, "float16": dtypes.Float16}[*dtype]
+		r, err := perf.SDPAGraph(onBackend, [4]int(dims), dt, *loop, *reps)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, r)
+		}
+		fused := "no: the decomposition"
+		if r.Fused {
+			fused = "yes"
+		}
+		fmt.Fprintf(stdout, "SDPA %v %s on %s, GoMLX graphs, %d calls per executable, median of %d: naive %.4f ms, fused %.4f ms (backend's fused op: %s), speedup %.2f×; max |error| vs float64 %.2g; dispatch floor %.4f ms per executable call\n",
+			dims, *dtype, r.Backend, r.Reps, r.Timings, r.NaiveMs, r.FusedMs, fused, r.Speedup, r.MaxAbsErr, r.DispatchFloorMs)
+		return nil
 	}
 	s := sdpa.NewShape(dims[0], dims[1], dims[2], dims[2], dims[3])
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -127,9 +150,7 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	r.NaiveMs, r.FusedMs = median(nt), median(ft)
 	r.Speedup = r.NaiveMs / r.FusedMs
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "SDPA %v %s (%s kernels), median of %d: naive %.2f ms, fused %.2f ms, speedup %.2f×; max |error| vs float64 %.2g\n",
 		dims, *dtype, r.SIMD, r.Reps, r.NaiveMs, r.FusedMs, r.Speedup, r.MaxAbsErr)

@@ -44,6 +44,12 @@ sampled() {
 # Device memory: 200 compiled and eager forward calls of bert-tiny at b64×512 (OOM at call 61 before).
 sampled compile_b64x512 600 ./mase bench compile --backend xla:cuda --batch 64 --seq 512 --iters 5,50,200 --json
 sampled compile_b8x128 300 ./mase bench compile --backend xla:cuda --json
+# Lab 4's kernels as GoMLX graphs, each repeated inside one executable (the per-call dispatch left
+# out; its floor is reported beside): naive vs fused attention in fp16 and fp32, and the MXINT8
+# dequantisation at 64 Mi values next to an elementwise pass over the same bytes.
+run sdpa_fp16 300 ./mase bench sdpa --backend xla:cuda --dtype float16 --loop 100 --reps 21 --json
+run sdpa_fp32 300 ./mase bench sdpa --backend xla:cuda --dtype float32 --loop 100 --reps 21 --json
+run mxint8_64mi 300 ./mase bench mxint8 --backend xla:cuda --values 67108864 --loop 20 --reps 11 --json
 # Training step, b8×128: the graph trainer (the XLA default) and the fused host trainer.
 sampled train_graph 300 env GOMLX_BACKEND=xla:cuda,notf32 GOMASE_TRAINER=graph ./train.test -test.run NONE -test.bench 'BertTinyTrain$' -test.benchtime 500x
 sampled train_fused 300 env GOMLX_BACKEND=xla:cuda,notf32 GOMASE_TRAINER=fused ./train.test -test.run NONE -test.bench 'BertTinyTrain$' -test.benchtime 50x

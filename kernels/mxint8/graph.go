@@ -53,8 +53,11 @@ func DequantizeGraph(mantissas, exponents *graph.Node, groupSize int) (out *grap
 		m = graph.Pad(m, graph.ScalarZero(g, dtypes.Float32), compute.PadAxis{End: pad})
 	}
 	m = graph.Reshape(m, groups, groupSize)
+	// [groups, 1] broadcasts along the group implicitly (an explicit
+	// BroadcastToDims inside a While body fails on the Go backend of
+	// compute v0.1.2: "input 1 for node Mul not computed yet").
 	scale := graph.Reshape(scaleGraph(exponents), groups, 1)
-	y := graph.Mul(m, graph.BroadcastToDims(scale, groups, groupSize))
+	y := graph.Mul(m, scale)
 	y = graph.Reshape(graph.ConvertDType(y, dtypes.BFloat16), groups*groupSize)
 	if groups*groupSize != n {
 		y = graph.Slice(y, graph.AxisRange(0, n))

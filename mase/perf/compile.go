@@ -96,6 +96,10 @@ type Comparison struct {
 	// MedianSpeedup is eager's steady median over compiled's (less
 	// sensitive to a busy machine than the means).
 	MedianSpeedup float64 `json:"steady_median_speedup"`
+	// DispatchFloor is what one call of a trivial executable costs on the
+	// backend (see DispatchFloor; 0 when not measured): eager mode pays it
+	// once per node, compiled mode once per segment.
+	DispatchFloor time.Duration `json:"dispatch_floor_ns,omitempty"`
 	// Notes are lines the caller adds (how compiled mode was configured).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -235,6 +239,9 @@ func (c *Comparison) Format() string {
 		fmt.Fprintf(&b, "break-even: from n = %d calls, compiled (compile included) is ahead\n", c.BreakEven)
 	default:
 		fmt.Fprintf(&b, "break-even: about n = %d calls (extrapolated from the steady means)\n", c.BreakEven)
+	}
+	if c.DispatchFloor > 0 {
+		fmt.Fprintf(&b, "dispatch floor (one call of a trivial executable): %s per call\n", pp(c.DispatchFloor))
 	}
 	for _, note := range c.Notes {
 		fmt.Fprintf(&b, "%s\n", note)

@@ -75,6 +75,13 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 // check that the work was done). The first call of a new input shape
 // includes compilation: warm up first.
 func (l *InLoop) Time(inputs ...*tensors.Tensor) (perRep time.Duration, sum float64, err error) {
+	defer func() {
+		// The loop is built at the first call; a step that panics while
+		// building (GoMLX reports shape errors so) is an error here.
+		if r := recover(); r != nil {
+			perRep, sum, err = 0, 0, fmt.Errorf("perf: building the loop: %v", r)
+		}
+	}()
 	args := []any{tensors.FromScalar(int32(0)), tensors.FromScalar(int32(l.Reps)), tensors.FromScalar(int32(1))}
 	for _, t := range inputs {
 		args = append(args, t)

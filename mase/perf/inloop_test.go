@@ -42,7 +42,49 @@ func TestInLoopRepeatsTheStep(t *testing.T) {
 	if _, err := NewInLoop(be, 0, nil); err == nil || !strings.Contains(err.Error(), "at least one repetition") {
 		t.Errorf("no repetitions: %v", err)
 	}
+	bad, err := NewInLoop(be, 2, func(_ Counter, s []*graph.Node) []*graph.Node { return s[:1] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, _, err := bad.Time(tensors.FromScalar(float32(1)), tensors.FromScalar(float32(2))); err == nil || !strings.Contains(err.Error(), "returned 1 values for a state of 2") {
+		t.Errorf("a step returning too few values: %v", err)
+	}
 	if d, err := DispatchFloor(be, 5); err != nil || d <= 0 {
 		t.Errorf("DispatchFloor: %v, %v", d, err)
 	}
 }
+
+func TestKernelGraphs(t *testing.T) {
+	be, err := backend.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
+		r, err := SDPAGraph(be, [4]int{2, 2, 16, 8}, dt, 3, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", dt, err)
+		}
+		tol := map[dtypes.DType]float64{dtypes.Float32: 1e-5, dtypes.Float16: 2e-3}[dt]
+		if r.MaxAbsErr > tol || r.NaiveMs <= 0 || r.FusedMs <= 0 || r.DispatchFloorMs <= 0 || r.Reps != 3 {
+			t.Errorf("%s: %+v", dt, r)
+		}
+	}
+	if _, err := SDPAGraph(be, [4]int{1, 1, 4, 4}, dtypes.Int32, 1, 1); err == nil || !strings.Contains(err.Error(), "allowed: float32, float16") {
+		t.Errorf("int32 SDPA: %v", err)
+	}
+	for _, gs := range []int{8, 32, 512} {
+		r, err := MXInt8Graph(be, 1000, gs, 3, 2)
+		if err != nil {
+			t.Fatalf("group %d: %v", gs, err)
+		}
+		if !r.BitExact || r.DequantGBs <= 0 || r.ElementwiseGBs <= 0 || r.Bytes != 1000+mxint8NumGroups(1000, gs)+2000 {
+			t.Errorf("group %d: %+v", gs, r)
+		}
+	}
+	if _, err := MXInt8Graph(be, 1000, 24, 1, 1); err == nil {
+		t.Error("group size 24 accepted")
+	}
+}
+
+func mxint8NumGroups(n, gs int) int { return (n + gs - 1) / gs }
