@@ -13,7 +13,7 @@ export GOMLX_BACKEND ?= go
 GO ?= go
 REPORTS ?= reports
 
-.PHONY: setup labs test vet unit fuzz notebooks build fmt lint-docker gpu-bundle
+.PHONY: ptx setup labs test vet unit fuzz notebooks build fmt lint-docker gpu-bundle
 
 ## setup: install Jupyter, Chromium, the HDL tools, PostgreSQL and Optuna 3.1 (Debian; kernel/setup.sh's apt_packages), GoNB/goimports/gopls
 ##        (pinned) and the "Go (gomase)" kernelspec; idempotent. The search storage tests run a private PostgreSQL server from Debian's
@@ -72,6 +72,12 @@ test: setup vet lint-docker unit fuzz notebooks
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## ptx: regenerate the PTX of kernels/cuda from its CUDA sources with clang-14 (installed with apt when
+##      missing; no CUDA toolkit needed). The PTX is committed; a test fails when it is stale.
+ptx:
+	command -v clang-14 >/dev/null 2>&1 || { apt-get update && apt-get install -y clang-14; }
+	sh kernels/cuda/gen_ptx.sh
+
 ## gpu-bundle: bin/gpu-bundle/ for a GPU machine (kernel/gpu/measure.sh runs it there): bin/mase and the
 ##             training and execution test binaries with the XLA backend (cgo), xz-compressed, the data the
 ##             commands read, and ../shared/bench/gpu_peer.py when present. Needs a C compiler and xz.
@@ -82,7 +88,8 @@ gpu-bundle:
 	CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o $(GPU_BUNDLE)/mase ./cmd/mase
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/train.test ./mase/train
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/execute.test ./mase/execute
-	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/execute.test
+	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/cuda.test ./kernels/cuda
+	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/execute.test $(GPU_BUNDLE)/cuda.test
 	cp -r $(DATA_DIR)/bert-base-uncased $(DATA_DIR)/sst2 $(DATA_DIR)/imdb $(GPU_BUNDLE)/data/
 	cp kernel/gpu/measure.sh $(GPU_BUNDLE)/
 	-cp ../shared/bench/gpu_peer.py $(GPU_BUNDLE)/
