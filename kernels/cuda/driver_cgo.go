@@ -4,151 +4,9 @@ package cuda
 
 /*
 #cgo LDFLAGS: -ldl
-#include <dlfcn.h>
 #include <stdlib.h>
-#include <string.h>
-
-// The few CUDA driver API types and entry points used here, declared by
-// hand: the driver library is opened at run time, no CUDA header needed.
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUmodule;
-typedef void *CUfunction;
-typedef void *CUstream;
-typedef void *CUevent;
-typedef unsigned long long CUdeviceptr;
-
-typedef struct {
-	void *lib;
-	CUresult (*cuInit)(unsigned int);
-	CUresult (*cuDeviceGet)(CUdevice *, int);
-	CUresult (*cuDeviceGetCount)(int *);
-	CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-	CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-	CUresult (*cuCtxSetCurrent)(CUcontext);
-	CUresult (*cuCtxSynchronize)(void);
-	CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned int, int *, void **);
-	CUresult (*cuModuleUnload)(CUmodule);
-	CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-	CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-	CUresult (*cuMemFree)(CUdeviceptr);
-	CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
-	CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-	CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-	                           unsigned, CUstream, void **, void **);
-	CUresult (*cuEventCreate)(CUevent *, unsigned int);
-	CUresult (*cuEventRecord)(CUevent, CUstream);
-	CUresult (*cuEventSynchronize)(CUevent);
-	CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-	CUresult (*cuEventDestroy)(CUevent);
-	CUresult (*cuGetErrorString)(CUresult, const char **);
-} gomase_cuda;
-
-// gomase_cuda_open fills d from the driver library; it returns NULL or
-// the name of what failed (dlerror's message, or the missing symbol).
-static const char *gomase_cuda_open(gomase_cuda *d, const char *path) {
-	memset(d, 0, sizeof *d);
-	d->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!d->lib) return dlerror();
-#define SYM(field, name) if (!(*(void **)&d->field = dlsym(d->lib, name))) return name
-	SYM(cuInit, "cuInit");
-	SYM(cuDeviceGet, "cuDeviceGet");
-	SYM(cuDeviceGetCount, "cuDeviceGetCount");
-	SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute");
-	SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-	SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-	SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
-	SYM(cuCtxSynchronize, "cuCtxSynchronize");
-	SYM(cuModuleLoadDataEx, "cuModuleLoadDataEx");
-	SYM(cuModuleUnload, "cuModuleUnload");
-	SYM(cuModuleGetFunction, "cuModuleGetFunction");
-	SYM(cuMemAlloc, "cuMemAlloc_v2");
-	SYM(cuMemFree, "cuMemFree_v2");
-	SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
-	SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
-	SYM(cuLaunchKernel, "cuLaunchKernel");
-	SYM(cuEventCreate, "cuEventCreate");
-	SYM(cuEventRecord, "cuEventRecord");
-	SYM(cuEventSynchronize, "cuEventSynchronize");
-	SYM(cuEventElapsedTime, "cuEventElapsedTime");
-	SYM(cuEventDestroy, "cuEventDestroy_v2");
-	SYM(cuGetErrorString, "cuGetErrorString");
-#undef SYM
-	return NULL;
-}
-
-static const char *gomase_cuda_error(gomase_cuda *d, CUresult r) {
-	const char *s = NULL;
-	if (d->cuGetErrorString(r, &s) != 0 || !s) return "unknown CUDA error";
-	return s;
-}
-
-static CUresult gomase_cuda_init(gomase_cuda *d) { return d->cuInit(0); }
-static CUresult gomase_cuda_count(gomase_cuda *d, int *n) { return d->cuDeviceGetCount(n); }
-
-// gomase_cuda_context makes device ordinal's primary context current and
-// reads its compute capability.
-static CUresult gomase_cuda_context(gomase_cuda *d, int ordinal, CUdevice *dev, CUcontext *ctx, int *major, int *minor) {
-	CUresult r = d->cuDeviceGet(dev, ordinal);
-	if (r) return r;
-	if ((r = d->cuDeviceGetAttribute(major, 75, *dev))) return r; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-	if ((r = d->cuDeviceGetAttribute(minor, 76, *dev))) return r; // ..._MINOR
-	if ((r = d->cuDevicePrimaryCtxRetain(ctx, *dev))) return r;
-	return d->cuCtxSetCurrent(*ctx);
-}
-
-static CUresult gomase_cuda_release(gomase_cuda *d, CUdevice dev) { return d->cuDevicePrimaryCtxRelease(dev); }
-static CUresult gomase_cuda_sync(gomase_cuda *d) { return d->cuCtxSynchronize(); }
-
-// gomase_cuda_load loads a PTX module, JIT-compiling it for the device;
-// the JIT's error log goes to log (size bytes).
-static CUresult gomase_cuda_load(gomase_cuda *d, CUmodule *mod, const char *ptx, char *log, size_t size) {
-	int opts[2] = {5, 6}; // CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
-	void *vals[2] = {log, (void *)size};
-	return d->cuModuleLoadDataEx(mod, ptx, 2, opts, vals);
-}
-
-static CUresult gomase_cuda_unload(gomase_cuda *d, CUmodule mod) { return d->cuModuleUnload(mod); }
-static CUresult gomase_cuda_function(gomase_cuda *d, CUfunction *f, CUmodule mod, const char *name) {
-	return d->cuModuleGetFunction(f, mod, name);
-}
-static CUresult gomase_cuda_alloc(gomase_cuda *d, CUdeviceptr *p, size_t n) { return d->cuMemAlloc(p, n); }
-static CUresult gomase_cuda_free(gomase_cuda *d, CUdeviceptr p) { return d->cuMemFree(p); }
-static CUresult gomase_cuda_to_device(gomase_cuda *d, CUdeviceptr dst, const void *src, size_t n) {
-	return d->cuMemcpyHtoD(dst, src, n);
-}
-static CUresult gomase_cuda_to_host(gomase_cuda *d, void *dst, CUdeviceptr src, size_t n) {
-	return d->cuMemcpyDtoH(dst, src, n);
-}
-
-// gomase_cuda_launch_mxint8 launches gomase_mxint8_dequantize on the
-// default stream.
-static CUresult gomase_cuda_launch_mxint8(gomase_cuda *d, CUfunction f, unsigned grid, unsigned block,
-                                          CUdeviceptr m, CUdeviceptr e, CUdeviceptr out, long long n, int gs) {
-	void *params[5] = {&m, &e, &out, &n, &gs};
-	return d->cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL);
-}
-
-// gomase_cuda_time_mxint8 times reps launches with device events and
-// returns the milliseconds they took in *ms.
-static CUresult gomase_cuda_time_mxint8(gomase_cuda *d, CUfunction f, unsigned grid, unsigned block,
-                                        CUdeviceptr m, CUdeviceptr e, CUdeviceptr out, long long n, int gs,
-                                        int reps, float *ms) {
-	CUevent start, stop;
-	CUresult r = d->cuEventCreate(&start, 0);
-	if (r) return r;
-	if ((r = d->cuEventCreate(&stop, 0))) { d->cuEventDestroy(start); return r; }
-	r = d->cuEventRecord(start, NULL);
-	for (int i = 0; !r && i < reps; i++) r = gomase_cuda_launch_mxint8(d, f, grid, block, m, e, out, n, gs);
-	if (!r) r = d->cuEventRecord(stop, NULL);
-	if (!r) r = d->cuEventSynchronize(stop);
-	if (!r) r = d->cuEventElapsedTime(ms, start, stop);
-	d->cuEventDestroy(start);
-	d->cuEventDestroy(stop);
-	return r;
-}
+#include <dlfcn.h>
+#include "cuda_driver.h"
 */
 import "C"
 
@@ -319,22 +177,13 @@ func (b *Buffer) CopyOut(dst []byte) error {
 	return b.c.dr.check("cuMemcpyDtoH", C.gomase_cuda_to_host(b.c.dr.d, unsafe.Pointer(&dst[0]), b.ptr, C.size_t(len(dst))))
 }
 
-// mxint8Launch is the grid of a dequantisation of n values: 256 threads a
-// block, 4 values a thread, at most 65,535 blocks (the grid-stride loop
-// covers the rest).
-func mxint8Launch(n int) (grid, block C.uint) {
-	blocks := min((n/4+255)/256, 65535)
-	return C.uint(max(blocks, 1)), 256
-}
-
 // DequantizeMXInt8 runs the MXINT8 kernel (m: n int8 mantissas, e: the
 // exponents, out: n bfloat16 values) and waits for it.
 func (m *Module) DequantizeMXInt8(mant, exp, out *Buffer, n, groupSize int) error {
 	if m.k.Entry != MXInt8.Entry {
 		return fmt.Errorf("cuda: module %s is not the MXINT8 kernel", m.k.Name)
 	}
-	grid, block := mxint8Launch(n)
-	if err := m.c.dr.check("cuLaunchKernel("+m.k.Entry+")", C.gomase_cuda_launch_mxint8(m.c.dr.d, m.fn, grid, block,
+	if err := m.c.dr.check("cuLaunchKernel("+m.k.Entry+")", C.gomase_cuda_launch_mxint8(m.c.dr.d, m.fn, nil,
 		mant.ptr, exp.ptr, out.ptr, C.longlong(n), C.int(groupSize))); err != nil {
 		return err
 	}
@@ -344,9 +193,8 @@ func (m *Module) DequantizeMXInt8(mant, exp, out *Buffer, n, groupSize int) erro
 // TimeMXInt8 launches the MXINT8 kernel reps times back to back and
 // returns the device time per launch (CUDA events: no host in between).
 func (m *Module) TimeMXInt8(mant, exp, out *Buffer, n, groupSize, reps int) (time.Duration, error) {
-	grid, block := mxint8Launch(n)
 	var ms C.float
-	if err := m.c.dr.check("timing "+m.k.Entry, C.gomase_cuda_time_mxint8(m.c.dr.d, m.fn, grid, block,
+	if err := m.c.dr.check("timing "+m.k.Entry, C.gomase_cuda_time_mxint8(m.c.dr.d, m.fn,
 		mant.ptr, exp.ptr, out.ptr, C.longlong(n), C.int(groupSize), C.int(reps), &ms)); err != nil {
 		return 0, err
 	}
