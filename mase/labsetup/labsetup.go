@@ -51,27 +51,35 @@ func Options() finetune.Options {
 const StandardSentences = 4000
 
 // SweepSentences is how many SST-2 training sentences each point of a
-// sweep (Lab 1) fine-tunes on below full scale.
-const SweepSentences = 2000
+// sweep (Lab 1) and each search trial (Labs 2 and 3) fine-tunes on at the
+// standard scale; QuickSweepSentences at the quick one.
+const (
+	SweepSentences      = 2000
+	QuickSweepSentences = 1000
+)
+
+// sweepLimit is the training sentences of a sweep point or a search trial
+// below full scale.
+func sweepLimit() int { return ByScale(QuickSweepSentences, SweepSentences, 0) }
 
 // SweepOptions are the settings of Lab 1's sweep points: Options with
-// SweepSentences training sentences below full scale.
+// sweepLimit training sentences below full scale.
 func SweepOptions() finetune.Options {
 	o := Options()
 	if !Full() {
-		o.Limit = SweepSentences
+		o.Limit = sweepLimit()
 	}
 	return o
 }
 
 // SearchOptions are the settings of a search trial (Labs 2 and 3): IMDb
 // at 512 tokens at full scale; below it SweepSentences SST-2 sentences
-// cut to 32 tokens, evaluated on 400 test sentences at quick scale and on
+// (QuickSweepSentences at quick scale) cut to 32 tokens, evaluated on 400 test sentences at quick scale and on
 // all 872 at standard scale.
 func SearchOptions() finetune.Options {
 	o := Options()
 	if !Full() {
-		o.Limit, o.EvalLimit, o.MaxLen = SweepSentences, ByScale(400, 0, 0), 32
+		o.Limit, o.EvalLimit, o.MaxLen = sweepLimit(), ByScale(400, 0, 0), 32
 	}
 	return o
 }

@@ -17,8 +17,11 @@ func TestScaleSettings(t *testing.T) {
 	if c := TrainConfig(); c.LogEvery != 10 || c.LearningRate != 1e-3 {
 		t.Errorf("quick config %+v", c)
 	}
-	if o := SearchOptions(); o.Limit != SweepSentences || o.EvalLimit != 400 || o.MaxLen != 32 {
+	if o := SearchOptions(); o.Limit != QuickSweepSentences || o.EvalLimit != 400 || o.MaxLen != 32 {
 		t.Errorf("quick search options %+v", o)
+	}
+	if o := SweepOptions(); o.Limit != QuickSweepSentences || o.MaxLen != 64 {
+		t.Errorf("quick sweep options %+v", o)
 	}
 	t.Setenv("GOMASE_SCALE", "")
 	if o := Options(); o.Dataset != "sst2" || o.Limit != StandardSentences || o.MaxLen != 64 {
