@@ -29,6 +29,13 @@ type LoopTiming struct {
 	DispatchFloorMs float64 `json:"dispatch_floor_ms"`
 }
 
+// measureFloor records be's dispatch floor.
+func (t *LoopTiming) measureFloor(be compute.Backend) error {
+	floor, err := DispatchFloor(be, 50)
+	t.DispatchFloorMs = ms(floor)
+	return err
+}
+
 // SDPAGraphReport is what SDPAGraph measured.
 type SDPAGraphReport struct {
 	LoopTiming
@@ -126,12 +133,7 @@ func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timin
 	}
 	r.NaiveMs, r.FusedMs = ms(ts[0]), ms(ts[1])
 	r.Speedup = r.NaiveMs / r.FusedMs
-	floor, err := DispatchFloor(be, 50)
-	if err != nil {
-		return nil, err
-	}
-	r.DispatchFloorMs = ms(floor)
-	return r, nil
+	return r, r.measureFloor(be)
 }
 
 // MXInt8GraphReport is what MXInt8Graph measured.
@@ -235,12 +237,7 @@ func MXInt8Graph(be compute.Backend, values, groupSize, reps, timings int) (*MXI
 	r.DequantGBs = float64(r.Bytes) / ts[0].Seconds() / 1e9
 	r.ElementwiseGBs = float64(r.Bytes) / ts[1].Seconds() / 1e9
 	r.Ratio = r.DequantGBs / r.ElementwiseGBs
-	floor, err := DispatchFloor(be, 50)
-	if err != nil {
-		return nil, err
-	}
-	r.DispatchFloorMs = ms(floor)
-	return r, nil
+	return r, r.measureFloor(be)
 }
 
 // alternate times loops on the same inputs, taking turns so that each
