@@ -19,6 +19,9 @@ import (
 type InLoop struct {
 	Reps int
 	exec *graph.Exec
+	// buildErr is the step's error, recorded while the loop is built (at
+	// the first call).
+	buildErr error
 }
 
 // Counter is the loop's repetition counter (an int32 scalar, 0 in the
@@ -28,10 +31,11 @@ type Counter = *graph.Node
 
 // NewInLoop prepares the loop on be. step maps the state — one node per
 // input of Time, in order — to the next state of the same shapes and
-// dtypes; i is the repetition counter. The executable returns only the
+// dtypes, or returns an error (Time reports it); i is the repetition
+// counter. The executable returns only the
 // sum of the final state's first tensor, so the time of a call is the
 // loop's, not a transfer of its result.
-func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph.Node) []*graph.Node) (*InLoop, error) {
+func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph.Node) ([]*graph.Node, error)) (*InLoop, error) {
 	if reps < 1 {
 		return nil, fmt.Errorf("perf: a loop needs at least one repetition (got %d)", reps)
 	}
@@ -39,6 +43,7 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 	// caches scalar constants per graph, not per function, so a constant
 	// made in one closure cannot be used in another; only the step makes
 	// constants, all inside the body.
+	l := &InLoop{Reps: reps}
 	exec, err := graph.NewExec(be, func(inputs []*graph.Node) *graph.Node {
 		g := inputs[0].Graph()
 		params := func(g *graph.Graph) []*graph.Node {
@@ -55,9 +60,14 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 		body := graph.NewClosure(g, func(g *graph.Graph) []*graph.Node {
 			ps := params(g)
 			i, limit, one, state := ps[0], ps[1], ps[2], ps[3:]
-			next := step(i, state)
-			if len(next) != len(state) {
-				panic(fmt.Sprintf("perf: the loop's step returned %d values for a state of %d", len(next), len(state)))
+			// A step's error keeps the graph valid (the state passes
+			// through): a panic here would leave the executable unusable.
+			next, err := step(i, state)
+			if err == nil && len(next) != len(state) {
+				err = fmt.Errorf("perf: the loop's step returned %d values for a state of %d", len(next), len(state))
+			}
+			if err != nil {
+				l.buildErr, next = err, state
 			}
 			return append([]*graph.Node{graph.Add(i, one), limit, one}, next...)
 		})
@@ -67,7 +77,8 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 	if err != nil {
 		return nil, err
 	}
-	return &InLoop{Reps: reps, exec: exec}, nil
+	l.exec = exec
+	return l, nil
 }
 
 // Time runs the loop once from the initial state inputs and returns the
@@ -75,13 +86,6 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 // check that the work was done). The first call of a new input shape
 // includes compilation: warm up first.
 func (l *InLoop) Time(inputs ...*tensors.Tensor) (perRep time.Duration, sum float64, err error) {
-	defer func() {
-		// The loop is built at the first call; a step that panics while
-		// building (GoMLX reports shape errors so) is an error here.
-		if r := recover(); r != nil {
-			perRep, sum, err = 0, 0, fmt.Errorf("perf: building the loop: %v", r)
-		}
-	}()
 	args := []any{tensors.FromScalar(int32(0)), tensors.FromScalar(int32(l.Reps)), tensors.FromScalar(int32(1))}
 	for _, t := range inputs {
 		args = append(args, t)
@@ -90,6 +94,10 @@ func (l *InLoop) Time(inputs ...*tensors.Tensor) (perRep time.Duration, sum floa
 	out, err := l.exec.Call(args...)
 	if err != nil {
 		return 0, 0, err
+	}
+	if l.buildErr != nil {
+		out[0].MustFinalizeAll()
+		return 0, 0, l.buildErr
 	}
 	// Reading the scalar waits for the device.
 	v, err := tensors.CopyFlatData[float32](out[0])

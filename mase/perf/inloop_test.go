@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -20,9 +21,9 @@ func TestInLoopRepeatsTheStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, reps := range []int{1, 5} {
-		l, err := NewInLoop(be, reps, func(i Counter, s []*graph.Node) []*graph.Node {
+		l, err := NewInLoop(be, reps, func(i Counter, s []*graph.Node) ([]*graph.Node, error) {
 			// s[1] counts the repetitions it saw, through the counter.
-			return []*graph.Node{graph.MulScalar(s[0], 2), graph.Add(s[1], graph.ConvertDType(i, dtypes.Float32))}
+			return []*graph.Node{graph.MulScalar(s[0], 2), graph.Add(s[1], graph.ConvertDType(i, dtypes.Float32))}, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -42,13 +43,21 @@ func TestInLoopRepeatsTheStep(t *testing.T) {
 	if _, err := NewInLoop(be, 0, nil); err == nil || !strings.Contains(err.Error(), "at least one repetition") {
 		t.Errorf("no repetitions: %v", err)
 	}
-	bad, err := NewInLoop(be, 2, func(_ Counter, s []*graph.Node) []*graph.Node { return s[:1] })
+	bad, err := NewInLoop(be, 2, func(_ Counter, s []*graph.Node) ([]*graph.Node, error) { return s[:1], nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bad.Close()
 	if _, _, err := bad.Time(tensors.FromScalar(float32(1)), tensors.FromScalar(float32(2))); err == nil || !strings.Contains(err.Error(), "returned 1 values for a state of 2") {
 		t.Errorf("a step returning too few values: %v", err)
+	}
+	failing, err := NewInLoop(be, 2, func(_ Counter, s []*graph.Node) ([]*graph.Node, error) { return nil, errors.New("no such op") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Close()
+	if _, _, err := failing.Time(tensors.FromScalar(float32(1))); err == nil || err.Error() != "no such op" {
+		t.Errorf("a step's error: %v", err)
 	}
 	if d, err := DispatchFloor(be, 5); err != nil || d <= 0 {
 		t.Errorf("DispatchFloor: %v, %v", d, err)

@@ -119,8 +119,8 @@ func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timin
 		for j := range ref {
 			r.MaxAbsErr = math.Max(r.MaxAbsErr, math.Abs(got[j]-ref[j]))
 		}
-		l, err := NewInLoop(be, reps, func(_ Counter, st []*graph.Node) []*graph.Node {
-			return []*graph.Node{attention(st[0], st[1], st[2]), st[1], st[2]}
+		l, err := NewInLoop(be, reps, func(_ Counter, st []*graph.Node) ([]*graph.Node, error) {
+			return []*graph.Node{attention(st[0], st[1], st[2]), st[1], st[2]}, nil
 		})
 		if err != nil {
 			return nil, err
@@ -206,20 +206,17 @@ func MXInt8Graph(be compute.Backend, values, groupSize, reps, timings int) (*MXI
 	zeroAt := func(i Counter, dtype dtypes.DType) *graph.Node {
 		return graph.ConvertDType(graph.BitwiseShiftRightArithmeticScalar(i, 31), dtype)
 	}
-	dequant, err := NewInLoop(be, reps, func(i Counter, st []*graph.Node) []*graph.Node {
+	dequant, err := NewInLoop(be, reps, func(i Counter, st []*graph.Node) ([]*graph.Node, error) {
 		m := graph.BitwiseXor(st[1], zeroAt(i, dtypes.Int8))
 		y, err := mxint8.DequantizeGraph(m, st[2], groupSize)
-		if err != nil {
-			panic(err)
-		}
-		return []*graph.Node{y, st[1], st[2]}
+		return []*graph.Node{y, st[1], st[2]}, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer dequant.Close()
-	elementwise, err := NewInLoop(be, reps, func(i Counter, st []*graph.Node) []*graph.Node {
-		return []*graph.Node{graph.BitwiseXor(st[0], zeroAt(i, dtypes.Int32))}
+	elementwise, err := NewInLoop(be, reps, func(i Counter, st []*graph.Node) ([]*graph.Node, error) {
+		return []*graph.Node{graph.BitwiseXor(st[0], zeroAt(i, dtypes.Int32))}, nil
 	})
 	if err != nil {
 		return nil, err
