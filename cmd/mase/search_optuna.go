@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,10 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/search"
 )
 
@@ -100,25 +101,12 @@ func runSearchExport(args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	// Written aside and renamed into place: nobody reads a half-written
 	// journal, and a failed export leaves nothing.
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	var journal bytes.Buffer
+	n, err := search.ExportOptunaJournal(st, *study, &journal)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	n, err := search.ExportOptunaJournal(st, *study, tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
-	if err != nil {
+	if err := atomicfile.Write(atomicfile.File{Path: out, Data: journal.Bytes()}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "exported study %q (%d trials) from %s to %s; in Python: optuna.load_study(study_name=%q, "+
