@@ -64,6 +64,10 @@ func WithArgs[A any](name, doc string, fn func(*ir.MaseGraph, A) (*ir.MaseGraph,
 	if parse != nil {
 		allowed += " or a MASE config map"
 	}
+	orNone := ""
+	if def != nil {
+		orNone = " (or none, for the default)"
+	}
 	return Pass{Name: name, Doc: doc, Run: func(mg *ir.MaseGraph, arg any) (*ir.MaseGraph, Info, error) {
 		var a A
 		var err error
@@ -83,10 +87,7 @@ func WithArgs[A any](name, doc string, fn func(*ir.MaseGraph, A) (*ir.MaseGraph,
 			}
 			a, err = parse(v)
 		default:
-			if def != nil {
-				allowed += " (or none, for the default)"
-			}
-			return nil, nil, fmt.Errorf("arguments must be %s, got %T", allowed, arg)
+			return nil, nil, fmt.Errorf("arguments must be %s%s, got %T", allowed, orNone, arg)
 		}
 		if err != nil {
 			return nil, nil, err

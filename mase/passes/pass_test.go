@@ -52,6 +52,13 @@ func TestWithArgs(t *testing.T) {
 			t.Errorf("arg %v: info %v, %v; want factor %d", tc.arg, info, err, tc.want)
 		}
 	}
+	// A second wrong call reads the same: the message is not built up.
+	withDefault := scalePass(true)
+	for range 2 {
+		if _, _, err := withDefault.Run(mg, 1.5); err == nil || strings.Count(err.Error(), "or none") != 1 {
+			t.Errorf("repeated wrong arguments: %v", err)
+		}
+	}
 	p := passes.NoArgs("noop_transform_pass", "test", func(mg *ir.MaseGraph) (*ir.MaseGraph, passes.Info, error) { return mg, nil, nil })
 	if _, _, err := p.Run(mg, 1); err == nil || !strings.Contains(err.Error(), "takes no arguments") {
 		t.Errorf("NoArgs with an argument: %v", err)
