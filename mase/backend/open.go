@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/gomlx/compute"
 )
@@ -78,6 +80,9 @@ func openSpec(s Spec) (compute.Backend, error) {
 				return nil, fmt.Errorf("backend %q: %w", s, err)
 			}
 			return nil, fmt.Errorf("backend %q (plugin %s): %w", s, path, err)
+		}
+		if s.Plugin == PluginCUDA || strings.Contains(filepath.Base(path), "cuda") {
+			b = withCUDAKernels(b, path)
 		}
 		return b, nil
 	}

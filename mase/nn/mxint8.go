@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/kernels/mxint8"
+	"github.com/gomase/gomase/mase/backend"
 )
 
 // A packed parameter P ("weight", "bias") of a packed module lives in the
@@ -133,19 +135,36 @@ func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, err
 	if d := x.Shape().Dimensions; len(d) == 0 || d[len(d)-1] != l.InFeatures || !x.DType().IsFloat() {
 		return nil, fmt.Errorf("QLinearPacked %s: input %s (allowed: a float tensor whose last axis is %d)", c.Path, x.Shape(), l.InFeatures)
 	}
-	w, err := dequantParam(c, "weight", l.InFeatures*l.OutFeatures, l.GroupSize)
+	n, gs := l.InFeatures*l.OutFeatures, l.GroupSize
+	w, err := dequantParam(c, "weight", n, gs)
 	if err != nil {
 		return nil, err
 	}
 	w = graph.Reshape(graph.ConvertDType(w, x.DType()), l.OutFeatures, l.InFeatures)
 	var b *graph.Node
 	if l.Bias {
-		if b, err = dequantParam(c, "bias", l.OutFeatures, l.GroupSize); err != nil {
+		if b, err = dequantParam(c, "bias", l.OutFeatures, gs); err != nil {
 			return nil, err
 		}
 		b = graph.ConvertDType(b, x.DType())
 	}
-	return LinearBiasOp(x, w, b), nil
+	if !backend.Kernels(x.Graph().Backend()).MXInt8 {
+		return LinearBiasOp(x, w, b), nil
+	}
+	// The backend's MXINT8 kernel dequantises the weight inside the matmul's
+	// graph; the GoMLX form stays as the fallback and for gradients.
+	mw, ew, err := packedBuffers(c, "weight", n, gs)
+	if err != nil {
+		return nil, err
+	}
+	m := graph.Reshape(mxint8.UnwordsGraph(mw, dtypes.Int8, n), l.OutFeatures, l.InFeatures)
+	e := mxint8.UnwordsGraph(ew, dtypes.Uint8, mxint8.NumGroups(n, gs))
+	q := &graph.Quantization{Scheme: backend.QuantMXInt8, Scale: e, BlockAxis: 1, BlockSize: gs}
+	y, _ := graph.InternalFusedOpCaller(
+		func() *graph.Node { return graph.BackendFusedQuantizedDense(x, m, b, q, compute.ActivationNone) },
+		func() *graph.Node { return LinearBiasOp(x, w, b) },
+		true)
+	return y, nil
 }
 
 // QEmbeddingPacked is an Embedding whose [num_embeddings, embedding_dim]
@@ -239,6 +258,29 @@ func (e *QEmbeddingPacked) Forward(c *Call, args []any, _ map[string]any) (any, 
 		return nil, err
 	}
 	idx := graph.ExpandAxes(ids, -1)
+	if backend.Kernels(ids.Graph().Backend()).MXInt8 {
+		// The backend's MXINT8 kernel dequantises the looked-up rows.
+		m := graph.Reshape(mxint8.UnwordsGraph(mw, dtypes.Int8, n), v, d)
+		ex := mxint8.UnwordsGraph(ew, dtypes.Uint8, n/gs)
+		q := &graph.Quantization{Scheme: backend.QuantMXInt8, Scale: ex, BlockAxis: 1, BlockSize: gs}
+		y, _ := graph.InternalFusedOpCaller(
+			func() *graph.Node { return graph.BackendQuantizedEmbeddingLookup(m, idx, q) },
+			func() *graph.Node { return must(e.lookupGraph(mw, ew, ids, idx)) },
+			true)
+		return graph.ConvertDType(y, dtypes.Float32), nil
+	}
+	y, err := e.lookupGraph(mw, ew, ids, idx)
+	if err != nil {
+		return nil, fmt.Errorf("QEmbeddingPacked %s: %w", c.Path, err)
+	}
+	return y, nil
+}
+
+// lookupGraph gathers the packed rows of ids (idx: ids with a last axis of
+// 1) and dequantises them with GoMLX ops.
+func (e *QEmbeddingPacked) lookupGraph(mw, ew, ids, idx *graph.Node) (*graph.Node, error) {
+	v, d, gs := e.NumEmbeddings, e.EmbeddingDim, e.GroupSize
+	n := v * d
 	k := ids.Shape().Size()
 	m := graph.Gather(graph.Reshape(mw, v, d/4), idx) // [..., d/4] words
 	m = graph.Reshape(graph.Bitcast(m, dtypes.Int8), k*d)
@@ -246,7 +288,7 @@ func (e *QEmbeddingPacked) Forward(c *Call, args []any, _ map[string]any) (any, 
 	ex = graph.Reshape(graph.Gather(ex, idx), k*d/gs)
 	y, err := mxint8.DequantizeGraph(m, ex, gs)
 	if err != nil {
-		return nil, fmt.Errorf("QEmbeddingPacked %s: %w", c.Path, err)
+		return nil, err
 	}
 	out := append(slices.Clone(ids.Shape().Dimensions), d)
 	return graph.Reshape(graph.ConvertDType(y, dtypes.Float32), out...), nil
@@ -389,4 +431,13 @@ func packedParam(m *Model, path, param string) (PackedModule, int, error) {
 		return nil, 0, fmt.Errorf("mxint8: %s %s has no packed parameter %q (allowed: %v)", mod.TypeName(), path, param, names)
 	}
 	return pm, n, nil
+}
+
+// must returns x, or panics with err inside a graph being built (where
+// GoMLX turns the panic into the build's error).
+func must(x *graph.Node, err error) *graph.Node {
+	if err != nil {
+		panic(err)
+	}
+	return x
 }

@@ -1,0 +1,201 @@
+package backend_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/kernels/cuda"
+	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/passes"
+)
+
+// dequantizeWithOps is an emitter that answers the MXINT8 custom call with
+// the backend's own ops (m·2^(E−133), rounded to bfloat16) and records the
+// calls: the kernel-calling graphs run on the Go backend, without a GPU.
+func dequantizeWithOps(calls *[]cuda.Call) backend.EmitFunc {
+	return func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
+		*calls = append(*calls, call)
+		n, gs, err := cuda.ParseMXInt8Config(call.Config)
+		if err != nil {
+			return nil, err
+		}
+		groups := n / gs
+		m, err := fn.ConvertDType(operands[0], dtypes.Float32)
+		if err != nil {
+			return nil, err
+		}
+		e, err := fn.ConvertDType(operands[1], dtypes.Float32)
+		if err != nil {
+			return nil, err
+		}
+		constant := func(x float32) (compute.Value, error) {
+			c, err := fn.Constant([]float32{x})
+			if err != nil {
+				return nil, err
+			}
+			c, err = fn.Reshape(c)
+			if err != nil {
+				return nil, err
+			}
+			return fn.BroadcastInDim(c, shapes.Make(dtypes.Float32, groups), nil)
+		}
+		bias, err := constant(133)
+		if err != nil {
+			return nil, err
+		}
+		two, err := constant(2)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = fn.Sub(e, bias); err != nil {
+			return nil, err
+		}
+		if e, err = fn.Pow(two, e); err != nil {
+			return nil, err
+		}
+		if e, err = fn.BroadcastInDim(e, shapes.Make(dtypes.Float32, groups, gs), []int{0}); err != nil {
+			return nil, err
+		}
+		if e, err = fn.Reshape(e, n); err != nil {
+			return nil, err
+		}
+		y, err := fn.Mul(m, e)
+		if err != nil {
+			return nil, err
+		}
+		y, err = fn.ConvertDType(y, dtypes.BFloat16)
+		return []compute.Value{y}, err
+	}
+}
+
+// packedBertTiny is bert-tiny with every Linear and embedding packed as
+// MXINT8 in groups of 32.
+func packedBertTiny(t *testing.T) *mase.MaseGraph {
+	t.Helper()
+	m, err := models.NewBertTiny(11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, nm := range m.Modules() { // biases start at zero: give them values
+		if _, ok := nm.Module.(*nn.Linear); !ok {
+			continue
+		}
+		name := nn.Join(nm.Path, "bias")
+		vals, shape, err := m.ParamValues(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range vals {
+			vals[i] = float32(rng.NormFloat64() * 0.05)
+		}
+		if err := m.Store.GetVariable(nn.StorePath(name)).SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mg, err := mase.NewMaseGraph(m, []string{"input_ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, _, err = passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Embeddings: true}); err != nil {
+		t.Fatal(err)
+	}
+	return mg
+}
+
+// forward runs mg compiled on be and returns its first output.
+func forward(t *testing.T, be compute.Backend, mg *mase.MaseGraph) []float32 {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int32, 2*12)
+	for i := range ids {
+		ids[i] = int32(rng.IntN(30522))
+	}
+	r, err := execute.CompileOn(be, mg, execute.Mode{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	in := tensors.FromFlatDataAndDimensions(ids, 2, 12)
+	defer in.FinalizeAll()
+	outs, err := r.Run(map[string]*tensors.Tensor{"input_ids": in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer execute.Finalize(outs...)
+	v, err := tensors.CopyFlatData[float32](outs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestPackedModelCallsKernels runs packed bert-tiny on a backend whose
+// graphs call the MXINT8 kernel (answered by dequantizeWithOps): every
+// packed Linear and embedding makes one call, and the logits equal those
+// of the GoMLX graph.
+func TestPackedModelCallsKernels(t *testing.T) {
+	goBE, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goBE.Finalize()
+	mg := packedBertTiny(t)
+	want := forward(t, goBE, mg)
+
+	var calls []cuda.Call
+	kb := backend.WithKernels(goBE, backend.KernelSet{MXInt8: true}, dequantizeWithOps(&calls))
+	if !backend.Kernels(kb).MXInt8 || !backend.Kernels(backend.Counted(kb)).MXInt8 || backend.Kernels(goBE).MXInt8 {
+		t.Fatal("Kernels does not see the kernels of the wrapped backend only")
+	}
+	mg = packedBertTiny(t) // a store of its own: tensors stay on one backend
+	got := forward(t, kb, mg)
+
+	var linears, embeddings int
+	for _, nm := range mg.Model.Modules() {
+		switch nm.Module.(type) {
+		case *nn.QLinearPacked:
+			linears++
+		case *nn.QEmbeddingPacked:
+			embeddings++
+		}
+	}
+	if linears == 0 || embeddings == 0 || len(calls) != linears+embeddings {
+		t.Errorf("%d kernel calls for %d packed Linears and %d packed embeddings", len(calls), linears, embeddings)
+	}
+	for _, c := range calls {
+		if c.Target != cuda.MXInt8Target || !strings.HasSuffix(c.Config, "group_size=32") {
+			t.Errorf("call %+v", c)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d logits, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+			t.Fatalf("logit %d: %g with the kernel calls, %g with the GoMLX graph", i, got[i], want[i])
+		}
+	}
+
+	// Without the kernel, the wrapper calls nothing.
+	calls = nil
+	off := backend.WithKernels(goBE, backend.KernelSet{Reason: "no driver"}, dequantizeWithOps(&calls))
+	_ = forward(t, off, packedBertTiny(t))
+	if len(calls) != 0 {
+		t.Errorf("%d kernel calls on a backend without kernels", len(calls))
+	}
+	if s := backend.Kernels(off).String(); s != "CUDA kernels: none (no driver)" {
+		t.Errorf("Kernels(...).String() = %q", s)
+	}
+}
