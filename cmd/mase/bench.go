@@ -188,6 +188,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if c.DispatchFloor, err = perf.DispatchFloor(onBackend, 50); err != nil {
 		return err
 	}
+	if !backend.IsGo(onBackend) {
+		c.Notes = append(c.Notes, backend.Kernels(onBackend).String())
+	}
 	if report != nil {
 		c.Notes = append(c.Notes, "compiled-mode rewrites: "+report.String())
 		if *eagerRewritten {

@@ -44,6 +44,10 @@ sampled() {
 # Device memory: 200 compiled and eager forward calls of bert-tiny at b64×512 (OOM at call 61 before).
 sampled compile_b64x512 600 ./mase bench compile --backend xla:cuda --batch 64 --seq 512 --iters 5,50,200 --json
 sampled compile_b8x128 300 ./mase bench compile --backend xla:cuda --json
+# The MXINT8-packed model (Linear layers, group 32): with gomase's CUDA kernel called from the XLA
+# graph (a custom call), and with the GoMLX dequantisation graph instead (GOMASE_CUDA_KERNELS=off).
+run packed_kernel 300 ./mase bench compile --backend xla:cuda --mxint8 32 --json
+run packed_gomlx 300 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backend xla:cuda --mxint8 32 --json
 # Lab 4's kernels as GoMLX graphs, each repeated inside one executable (the per-call dispatch left
 # out; its floor is reported beside): naive vs fused attention in fp16 and fp32, and the MXINT8
 # dequantisation at 64 Mi values next to an elementwise pass over the same bytes.
