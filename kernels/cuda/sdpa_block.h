@@ -299,7 +299,7 @@ GOMASE_SDPA_FN void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
 
 // The host's warp reductions: the butterfly of the shuffles, the same
 // order of operations as on the GPU.
-static void gomase_sdpa_butterfly(gomase_sdpa_state *st, int sum) {
+static inline void gomase_sdpa_butterfly(gomase_sdpa_state *st, int sum) {
 	for (int w = 0; w < GOMASE_SDPA_WARPS; w++) {
 		gomase_sdpa_state *ws = st + 32 * w;
 		for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
@@ -315,12 +315,12 @@ static void gomase_sdpa_butterfly(gomase_sdpa_state *st, int sum) {
 	}
 }
 
-static void gomase_sdpa_reduce_max(gomase_sdpa_state *st, int tid) {
+static inline void gomase_sdpa_reduce_max(gomase_sdpa_state *st, int tid) {
 	(void)tid;
 	gomase_sdpa_butterfly(st, 0);
 }
 
-static void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
+static inline void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
 	(void)tid;
 	gomase_sdpa_butterfly(st, 1);
 }
