@@ -54,8 +54,9 @@ run packed_gomlx 300 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backend 
 run sdpa_fp16 300 ./mase bench sdpa --backend xla:cuda --dtype float16 --loop 100 --reps 21 --json
 run sdpa_fp32 300 ./mase bench sdpa --backend xla:cuda --dtype float32 --loop 100 --reps 21 --json
 run mxint8_64mi 300 ./mase bench mxint8 --backend xla:cuda --values 67108864 --loop 20 --reps 11 --json
-# gomase's CUDA MXINT8 kernel through the driver API: bit-exact on the device for group sizes 8–512,
-# and its bandwidth at 64 Mi values timed with device events.
+# gomase's CUDA kernels through the driver API, timed with device events: MXINT8 (bit-exact for group
+# sizes 8–512, bandwidth at 64 Mi values) and flash attention (TestDeviceSDPA against the float64
+# reference, BenchmarkDeviceSDPA's ms per call at [32, 8, 128, 64]).
 run cuda_mxint8 300 ./cuda.test -test.v -test.run Device -test.bench Device -test.benchtime 50x
 # Training step, b8×128: the graph trainer (the XLA default) and the fused host trainer.
 sampled train_graph 300 env GOMLX_BACKEND=xla:cuda,notf32 GOMASE_TRAINER=graph ./train.test -test.run NONE -test.bench 'BertTinyTrain$' -test.benchtime 500x

@@ -41,6 +41,7 @@ const char *gomase_cuda_open(gomase_cuda *d, const char *path) {
 	SYM(cuStreamGetCtx, "cuStreamGetCtx");
 	SYM(cuCtxPushCurrent, "cuCtxPushCurrent_v2");
 	SYM(cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+	SYM(cuFuncSetAttribute, "cuFuncSetAttribute");
 #undef SYM
 	return NULL;
 }
@@ -117,6 +118,48 @@ CUresult gomase_cuda_time_mxint8(gomase_cuda *d, CUfunction f, CUdeviceptr m, CU
 	if ((r = d->cuEventCreate(&stop, 0))) { d->cuEventDestroy(start); return r; }
 	r = d->cuEventRecord(start, NULL);
 	for (int i = 0; !r && i < reps; i++) r = gomase_cuda_launch_mxint8(d, f, NULL, m, e, out, n, gs);
+	if (!r) r = d->cuEventRecord(stop, NULL);
+	if (!r) r = d->cuEventSynchronize(stop);
+	if (!r) r = d->cuEventElapsedTime(ms, start, stop);
+	d->cuEventDestroy(start);
+	d->cuEventDestroy(stop);
+	return r;
+}
+
+// gomase_cuda_set_shared lets f take bytes of dynamic shared memory
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; needed above 48 KB).
+CUresult gomase_cuda_set_shared(gomase_cuda *d, CUfunction f, int bytes) { return d->cuFuncSetAttribute(f, 8, bytes); }
+
+// gomase_sdpa_set_buffers points a at device buffers (mask 0: none).
+void gomase_sdpa_set_buffers(gomase_sdpa_args *a, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr mask,
+                             CUdeviceptr out) {
+	a->q = (const void *)q;
+	a->k = (const void *)k;
+	a->v = (const void *)v;
+	a->mask = (const float *)mask;
+	a->out = (void *)out;
+}
+
+// gomase_cuda_launch_sdpa launches gomase_sdpa_f32 or _f16 (f) on stream:
+// grid (ceil(seq_q / 64), batch·heads), 256 threads, the shared memory of
+// the head_dim. The arguments are copied at launch.
+CUresult gomase_cuda_launch_sdpa(gomase_cuda *d, CUfunction f, CUstream stream, const gomase_sdpa_args *a) {
+	unsigned qblocks = (unsigned)((a->seq_q + GOMASE_SDPA_ROWS - 1) / GOMASE_SDPA_ROWS);
+	unsigned smem = (unsigned)(sizeof(float) * gomase_sdpa_smem_floats(a->head_dim));
+	void *params[1] = {(void *)a};
+	return d->cuLaunchKernel(f, qblocks, (unsigned)(a->batch * a->heads), 1, GOMASE_SDPA_THREADS, 1, 1, smem, stream,
+	                         params, NULL);
+}
+
+// gomase_cuda_time_sdpa times reps launches with device events, like
+// gomase_cuda_time_mxint8.
+CUresult gomase_cuda_time_sdpa(gomase_cuda *d, CUfunction f, const gomase_sdpa_args *a, int reps, float *ms) {
+	CUevent start, stop;
+	CUresult r = d->cuEventCreate(&start, 0);
+	if (r) return r;
+	if ((r = d->cuEventCreate(&stop, 0))) { d->cuEventDestroy(start); return r; }
+	r = d->cuEventRecord(start, NULL);
+	for (int i = 0; !r && i < reps; i++) r = gomase_cuda_launch_sdpa(d, f, NULL, a);
 	if (!r) r = d->cuEventRecord(stop, NULL);
 	if (!r) r = d->cuEventSynchronize(stop);
 	if (!r) r = d->cuEventElapsedTime(ms, start, stop);
@@ -238,28 +281,34 @@ const char *gomase_pjrt_register(void *api, const char *name, void *handler) {
 	return g_error;
 }
 
-// The driver and the PTX the handler uses, set once by gomase_xla_init,
-// and the module loaded per CUDA context.
+// The driver and the PTX the handlers use, set once by gomase_xla_init,
+// and the modules loaded per CUDA context: module 0 is MXINT8's (function
+// 0), module 1 SDPA's (functions 0 and 1: float32, float16).
 static gomase_cuda *g_driver;
-static const char *g_mxint8_ptx;
+static const char *g_ptx[2];
+static const char *const g_module_name[2] = {"MXINT8", "SDPA"};
+static const char *const g_entries[2][2] = {{"gomase_mxint8_dequantize", NULL}, {"gomase_sdpa_f32", "gomase_sdpa_f16"}};
 #define GOMASE_MAX_CONTEXTS 16
 static struct {
 	CUcontext ctx;
+	int module;
 	CUmodule mod;
-	CUfunction fn;
-} g_loaded[GOMASE_MAX_CONTEXTS];
+	CUfunction fn[2];
+} g_loaded[2 * GOMASE_MAX_CONTEXTS];
 static int g_nloaded;
 
-void gomase_xla_init(gomase_cuda *d, const char *mxint8_ptx) {
+void gomase_xla_init(gomase_cuda *d, const char *mxint8_ptx, const char *sdpa_ptx) {
 	pthread_mutex_lock(&g_mu);
 	g_driver = d;
-	g_mxint8_ptx = mxint8_ptx;
+	g_ptx[0] = mxint8_ptx;
+	g_ptx[1] = sdpa_ptx;
 	pthread_mutex_unlock(&g_mu);
 }
 
-// mxint8_function returns the kernel in stream's context, loading the PTX
-// there the first time; NULL after recording an error.
-static CUfunction mxint8_function(CUstream stream) {
+// kernel_function returns function fn of module in stream's context,
+// loading the PTX there the first time (and raising the SDPA functions'
+// dynamic shared memory limit); NULL after recording an error.
+static CUfunction kernel_function(CUstream stream, int module, int fn_index) {
 	CUcontext ctx;
 	CUresult r = g_driver->cuStreamGetCtx(stream, &ctx);
 	if (r) {
@@ -269,32 +318,38 @@ static CUfunction mxint8_function(CUstream stream) {
 	CUfunction fn = NULL;
 	pthread_mutex_lock(&g_mu);
 	for (int i = 0; i < g_nloaded; i++)
-		if (g_loaded[i].ctx == ctx) fn = g_loaded[i].fn;
+		if (g_loaded[i].ctx == ctx && g_loaded[i].module == module) fn = g_loaded[i].fn[fn_index];
 	pthread_mutex_unlock(&g_mu);
 	if (fn) return fn;
 	char log[2048] = "";
 	CUmodule mod;
+	CUfunction fns[2] = {NULL, NULL};
 	if ((r = g_driver->cuCtxPushCurrent(ctx))) {
 		set_error("cuCtxPushCurrent: %s", gomase_cuda_error(g_driver, r));
 		return NULL;
 	}
-	r = gomase_cuda_load(g_driver, &mod, g_mxint8_ptx, log, sizeof log);
-	if (!r) r = g_driver->cuModuleGetFunction(&fn, mod, "gomase_mxint8_dequantize");
+	r = gomase_cuda_load(g_driver, &mod, g_ptx[module], log, sizeof log);
+	for (int i = 0; !r && i < 2 && g_entries[module][i]; i++) {
+		r = g_driver->cuModuleGetFunction(&fns[i], mod, g_entries[module][i]);
+		if (!r && module == 1) r = gomase_cuda_set_shared(g_driver, fns[i], (int)(sizeof(float) * gomase_sdpa_smem_floats(GOMASE_SDPA_MAX_D)));
+	}
 	CUcontext popped;
 	g_driver->cuCtxPopCurrent(&popped);
 	if (r) {
-		set_error("loading the MXINT8 kernel: %s; JIT log: %s", gomase_cuda_error(g_driver, r), log);
+		set_error("loading the %s kernel: %s; JIT log: %s", g_module_name[module], gomase_cuda_error(g_driver, r), log);
 		return NULL;
 	}
 	pthread_mutex_lock(&g_mu);
-	if (g_nloaded < GOMASE_MAX_CONTEXTS) {
+	if (g_nloaded < 2 * GOMASE_MAX_CONTEXTS) {
 		g_loaded[g_nloaded].ctx = ctx;
+		g_loaded[g_nloaded].module = module;
 		g_loaded[g_nloaded].mod = mod;
-		g_loaded[g_nloaded].fn = fn;
+		g_loaded[g_nloaded].fn[0] = fns[0];
+		g_loaded[g_nloaded].fn[1] = fns[1];
 		g_nloaded++;
 	}
 	pthread_mutex_unlock(&g_mu);
-	return fn;
+	return fns[fn_index];
 }
 
 // gomase_mxint8_parse reads "n=N group_size=G" from a custom call's
@@ -333,7 +388,7 @@ void gomase_xla_mxint8(CUstream stream, void **buffers, const char *opaque, size
 		fail(status, "gomase_mxint8_dequantize: bad payload %.*s", (int)opaque_len, opaque);
 		return;
 	}
-	CUfunction fn = mxint8_function(stream);
+	CUfunction fn = kernel_function(stream, 0, 0);
 	if (!fn) {
 		if (g_set_failure && status) g_set_failure(status, "gomase_mxint8_dequantize: the kernel could not be loaded", 54);
 		return;
@@ -343,6 +398,72 @@ void gomase_xla_mxint8(CUstream stream, void **buffers, const char *opaque, size
 	if (r) fail(status, "gomase_mxint8_dequantize: cuLaunchKernel: %s", gomase_cuda_error(g_driver, r));
 }
 
+// gomase_sdpa_parse reads an SDPA call's payload (cuda.SDPACall's form,
+// not NUL-terminated) into a's sizes, scale and mask strides; it returns 0
+// on success, with *half set for float16 and *masked when the call has a
+// mask operand.
+int gomase_sdpa_parse(const char *opaque, size_t opaque_len, gomase_sdpa_args *a, int *half, int *masked) {
+	char buf[256], dtype[8], mask[128];
+	unsigned int scale;
+	int used = 0;
+	if (opaque_len >= sizeof buf) return -1;
+	memcpy(buf, opaque, opaque_len);
+	buf[opaque_len] = 0;
+	memset(a, 0, sizeof *a);
+	if (sscanf(buf, "b=%d h=%d sq=%d sk=%d d=%d dtype=%7s scale=0x%x mask=%127s%n", &a->batch, &a->heads, &a->seq_q,
+	           &a->seq_k, &a->head_dim, dtype, &scale, mask, &used) != 8 || buf[used] != 0)
+		return -1;
+	if (a->batch < 1 || a->heads < 1 || a->seq_q < 1 || a->seq_k < 1 || (long long)a->batch * a->heads > 65535 ||
+	    a->seq_q > 1 << 30 || a->seq_k > 1 << 30 || a->head_dim < 1 || a->head_dim > GOMASE_SDPA_MAX_D)
+		return -1;
+	if (!strcmp(dtype, "f32")) *half = 0;
+	else if (!strcmp(dtype, "f16")) *half = 1;
+	else return -1;
+	memcpy(&a->scale, &scale, sizeof a->scale);
+	if (!(a->scale == a->scale) || a->scale == 0 || a->scale - a->scale != 0) return -1; // NaN, 0, ±Inf
+	*masked = strcmp(mask, "none") != 0;
+	if (*masked) {
+		long long *st = a->mask_stride;
+		used = 0;
+		if (sscanf(mask, "%lld,%lld,%lld,%lld%n", &st[0], &st[1], &st[2], &st[3], &used) != 4 || mask[used] != 0) return -1;
+		// Row-major strides of a mask broadcast to [B, H, Sq, Sk]: 0 or the product of the later dimensions.
+		long long full[4] = {a->batch, a->heads, a->seq_q, a->seq_k}, n = 1;
+		for (int i = 3; i >= 0; i--) {
+			if (st[i] != 0 && st[i] != n) return -1;
+			if (st[i]) n *= full[i];
+		}
+	}
+	return 0;
+}
+
+// gomase_xla_sdpa is the handler of the SDPA custom call: buffers are q, k,
+// v, the mask when the payload names one, and the output; it launches the
+// kernel on XLA's stream and returns without waiting.
+void gomase_xla_sdpa(CUstream stream, void **buffers, const char *opaque, size_t opaque_len, void *status) {
+	gomase_sdpa_args a;
+	int half, masked;
+	if (!g_driver) {
+		fail(status, "gomase_sdpa: the handler was not initialised");
+		return;
+	}
+	if (gomase_sdpa_parse(opaque, opaque_len, &a, &half, &masked)) {
+		fail(status, "gomase_sdpa: bad payload %.*s", (int)opaque_len, opaque);
+		return;
+	}
+	CUfunction fn = kernel_function(stream, 1, half);
+	if (!fn) {
+		if (g_set_failure && status) g_set_failure(status, "gomase_sdpa: the kernel could not be loaded", 42);
+		return;
+	}
+	a.q = buffers[0];
+	a.k = buffers[1];
+	a.v = buffers[2];
+	a.mask = masked ? buffers[3] : NULL;
+	a.out = buffers[masked ? 4 : 3];
+	CUresult r = gomase_cuda_launch_sdpa(g_driver, fn, stream, &a);
+	if (r) fail(status, "gomase_sdpa: cuLaunchKernel: %s", gomase_cuda_error(g_driver, r));
+}
+
 // A fake PJRT_Api for the tests: its GPU extension records what it was
 // asked to register, or refuses.
 static struct {
@@ -350,18 +471,23 @@ static struct {
 	gomase_ext other;
 	gomase_gpu_ext gpu;
 	int refuse;
-	char name[64];
-	int api_version;
-	void *handler;
+	int n;
+	char name[4][64];
+	int api_version[4];
+	void *handler[4];
 } g_fake;
 
 static const char g_fake_message[] = "fake refusal";
 
 static void *fake_custom_call(gomase_register_args *a) {
-	snprintf(g_fake.name, sizeof g_fake.name, "%.*s", (int)a->function_name_size, a->function_name);
-	g_fake.api_version = a->api_version;
-	g_fake.handler = a->handler_execute;
-	return g_fake.refuse ? (void *)g_fake_message : NULL;
+	if (g_fake.refuse) return (void *)g_fake_message;
+	if (g_fake.n < 4) {
+		snprintf(g_fake.name[g_fake.n], sizeof g_fake.name[0], "%.*s", (int)a->function_name_size, a->function_name);
+		g_fake.api_version[g_fake.n] = a->api_version;
+		g_fake.handler[g_fake.n] = a->handler_execute;
+		g_fake.n++;
+	}
+	return NULL;
 }
 
 static void fake_error_message(gomase_error_message_args *m) {
@@ -387,8 +513,11 @@ void *gomase_pjrt_fake(int with_gpu_extension, int refuse) {
 	return &g_fake.api;
 }
 
-const char *gomase_pjrt_fake_registered(int *api_version, void **handler) {
-	*api_version = g_fake.api_version;
-	*handler = g_fake.handler;
-	return g_fake.name;
+// gomase_pjrt_fake_registered returns the name of registration i (NULL
+// past the last) and its API version and handler.
+const char *gomase_pjrt_fake_registered(int i, int *api_version, void **handler) {
+	if (i < 0 || i >= g_fake.n) return NULL;
+	*api_version = g_fake.api_version[i];
+	*handler = g_fake.handler[i];
+	return g_fake.name[i];
 }

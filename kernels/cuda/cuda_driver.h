@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "sdpa_block.h"
+
 // The few CUDA driver API types and entry points used here, declared by
 // hand: the driver library is opened at run time, no CUDA header needed.
 typedef int CUresult;
@@ -47,6 +49,7 @@ typedef struct {
 	CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
 	CUresult (*cuCtxPushCurrent)(CUcontext);
 	CUresult (*cuCtxPopCurrent)(CUcontext *);
+	CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
 } gomase_cuda;
 
 const char *gomase_cuda_open(gomase_cuda *d, const char *path);
@@ -68,15 +71,22 @@ CUresult gomase_cuda_launch_mxint8(gomase_cuda *d, CUfunction f, CUstream stream
                                    CUdeviceptr out, long long n, int gs);
 CUresult gomase_cuda_time_mxint8(gomase_cuda *d, CUfunction f, CUdeviceptr m, CUdeviceptr e, CUdeviceptr out,
                                  long long n, int gs, int reps, float *ms);
+CUresult gomase_cuda_set_shared(gomase_cuda *d, CUfunction f, int bytes);
+void gomase_sdpa_set_buffers(gomase_sdpa_args *a, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr mask,
+                             CUdeviceptr out);
+CUresult gomase_cuda_launch_sdpa(gomase_cuda *d, CUfunction f, CUstream stream, const gomase_sdpa_args *a);
+CUresult gomase_cuda_time_sdpa(gomase_cuda *d, CUfunction f, const gomase_sdpa_args *a, int reps, float *ms);
 
 // The custom-call side (XLA's CUDA PJRT plugin calls gomase's kernels).
 const char *gomase_pjrt_open(const char *plugin_path, void **api);
 const char *gomase_pjrt_register(void *api, const char *name, void *handler);
-void gomase_xla_init(gomase_cuda *d, const char *mxint8_ptx);
+void gomase_xla_init(gomase_cuda *d, const char *mxint8_ptx, const char *sdpa_ptx);
 void gomase_xla_mxint8(CUstream stream, void **buffers, const char *opaque, size_t opaque_len, void *status);
+void gomase_xla_sdpa(CUstream stream, void **buffers, const char *opaque, size_t opaque_len, void *status);
+int gomase_sdpa_parse(const char *opaque, size_t opaque_len, gomase_sdpa_args *a, int *half, int *masked);
 int gomase_xla_take_error(char *buf, size_t size);
 int gomase_mxint8_parse(const char *opaque, size_t opaque_len, long long *n, int *gs);
 void *gomase_pjrt_fake(int with_gpu_extension, int refuse);
-const char *gomase_pjrt_fake_registered(int *api_version, void **handler);
+const char *gomase_pjrt_fake_registered(int i, int *api_version, void **handler);
 
 #endif

@@ -28,9 +28,31 @@ func TestPTXMatchesSources(t *testing.T) {
 	if err := renamed.Check(); err == nil || !strings.Contains(err.Error(), "no entry gomase_other") {
 		t.Errorf("missing entry: %v", err)
 	}
-	// Subnormal scales (exponents below 7) must not be flushed to zero.
-	if strings.Contains(MXInt8.PTX, ".ftz") {
-		t.Error("the PTX flushes subnormals to zero")
+	// Subnormal scales (exponents below 7) must not be flushed to zero,
+	// nor the float16 kernel's subnormal inputs and outputs.
+	for _, k := range []Kernel{MXInt8, SDPAFloat32, SDPAFloat16} {
+		if err := k.Check(); err != nil {
+			t.Error(err)
+		}
+		if strings.Contains(k.PTX, ".ftz") {
+			t.Errorf("%s: the PTX flushes subnormals to zero", k.Name)
+		}
+	}
+	// The SDPA kernel keeps its state in registers (no local memory) and
+	// uses only dynamic shared memory, whose size Load and the handler set.
+	if strings.Contains(sdpaPTX, ".local") || !strings.Contains(sdpaPTX, ".shared .align 4 .b8 gomase_sdpa_smem[") {
+		t.Error("sdpa.ptx: local memory, or no dynamic shared array gomase_sdpa_smem")
+	}
+	if n := strings.Count(sdpaPTX, ".shared"); n != strings.Count(sdpaPTX, "ld.shared")+strings.Count(sdpaPTX, "st.shared")+1 {
+		t.Errorf("sdpa.ptx declares static shared memory besides gomase_sdpa_smem")
+	}
+	if got := sdpaSharedBytes(128); got != 73856 || SDPAFloat32.DynamicShared != got {
+		t.Errorf("shared memory at head_dim 128: %d bytes", got)
+	}
+	for d := 1; HostBuild && d <= 128; d++ {
+		if sdpaSharedBytes(d) != 4*smemFloatsOnHost(d) {
+			t.Fatalf("head_dim %d: Go counts %d bytes of shared memory, sdpa_block.h %d floats", d, sdpaSharedBytes(d), smemFloatsOnHost(d))
+		}
 	}
 }
 

@@ -1,11 +1,16 @@
 package cuda
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/float16"
 
 	"github.com/gomase/gomase/kernels/mxint8"
 )
@@ -117,4 +122,140 @@ func BenchmarkDeviceMXInt8(b *testing.B) {
 	}
 	b.ReportMetric(float64(d.Nanoseconds()), "device-ns/op")
 	b.ReportMetric(float64(p.Bytes()+2*p.Len())/d.Seconds()/1e9, "GB/s")
+}
+
+// sdpaOnDevice runs the case on the GPU and returns the output as float64
+// and the device buffers q, k, v, mask (nil without one), out.
+func (tc sdpaCase) sdpaOnDevice(tb testing.TB, c *Context, mods map[dtypes.DType]*Module) ([]float64, [5]*Buffer) {
+	tb.Helper()
+	alloc := func(n int) *Buffer {
+		b, err := c.Alloc(n)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { b.Free() })
+		return b
+	}
+	half := tc.c.DType == dtypes.Float16
+	put := func(x []float64) *Buffer {
+		var raw []byte
+		if half {
+			h := make([]uint16, len(x))
+			for i, f := range x {
+				h[i] = uint16(float16.FromFloat32(float32(f)))
+			}
+			raw = unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
+		} else {
+			f := make([]float32, len(x))
+			for i := range x {
+				f[i] = float32(x[i])
+			}
+			raw = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+		}
+		b := alloc(len(raw))
+		if err := b.CopyIn(raw); err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	q, k, v := put(tc.q), put(tc.k), put(tc.v)
+	var mask *Buffer
+	if tc.mask != nil {
+		mask = alloc(4 * len(tc.mask))
+		if err := mask.CopyIn(unsafe.Slice((*byte)(unsafe.Pointer(&tc.mask[0])), 4*len(tc.mask))); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	size := 4
+	if half {
+		size = 2
+	}
+	out := alloc(size * len(tc.q))
+	if err := mods[tc.c.DType].SDPA(tc.c, q, k, v, mask, out); err != nil {
+		tb.Fatal(err)
+	}
+	raw := make([]byte, size*len(tc.q))
+	if err := out.CopyOut(raw); err != nil {
+		tb.Fatal(err)
+	}
+	got := make([]float64, len(tc.q))
+	for i := range got {
+		if half {
+			got[i] = float64(float16.Float16(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8).Float32())
+		} else {
+			got[i] = float64(math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24))
+		}
+	}
+	return got, [5]*Buffer{q, k, v, mask, out}
+}
+
+// loadSDPA loads both SDPA kernels.
+func loadSDPA(tb testing.TB, c *Context) map[dtypes.DType]*Module {
+	tb.Helper()
+	mods := map[dtypes.DType]*Module{}
+	for dt, k := range map[dtypes.DType]Kernel{dtypes.Float32: SDPAFloat32, dtypes.Float16: SDPAFloat16} {
+		m, err := c.Load(k)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { m.Close() })
+		mods[dt] = m
+	}
+	return mods
+}
+
+// TestDeviceSDPA runs the SDPA kernel on the GPU on the host tests' cases
+// (float32 and float16, every mask form, fully masked rows) against
+// sdpa.Reference: within 1e-5 (float32) and 2e-3 (float16). It skips
+// without a GPU.
+func TestDeviceSDPA(t *testing.T) {
+	c := device(t)
+	mods := loadSDPA(t, c)
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
+		tol := sdpaTol32
+		if dt == dtypes.Float16 {
+			tol = sdpaTol16
+		}
+		worstAll := 0.0
+		for _, tc := range sdpaCases(dt) {
+			want := tc.reference(t)
+			got, _ := tc.sdpaOnDevice(t, c, mods)
+			worst, at := maxAbsError(got, want)
+			worstAll = max(worstAll, worst)
+			if worst > tol {
+				t.Errorf("%s %s %+v: max abs error %.3g at %d (got %v, want %v), tolerance %g", dt, tc.name, tc.c, worst, at, got[at], want[at], tol)
+			}
+		}
+		t.Logf("%s on the device: max abs error %.3g", dt, worstAll)
+	}
+}
+
+// BenchmarkDeviceSDPA times the SDPA kernel on the GPU with device events
+// at [32, 8, 128, 64] (float32 and float16, without and with a key-padding
+// mask) and reports milliseconds per call.
+func BenchmarkDeviceSDPA(b *testing.B) {
+	c := device(b)
+	mods := loadSDPA(b, c)
+	rng := rand.New(rand.NewPCG(12, 13))
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
+		for _, masked := range []bool{false, true} {
+			cfg := SDPAConfig{Batch: 32, Heads: 8, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: dt}
+			var fill func([]float32, []int)
+			if masked {
+				cfg.MaskDims = []int{32, 1, 1, 128}
+				fill = padding
+			}
+			tc := newSDPACase("bench", cfg, rng, fill)
+			b.Run(fmt.Sprintf("%s/mask=%v", dt, masked), func(b *testing.B) {
+				_, bufs := tc.sdpaOnDevice(b, c, mods) // warm-up, and the buffers
+				b.ResetTimer()
+				d, err := mods[dt].TimeSDPA(cfg, bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], max(b.N, 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(d.Nanoseconds()), "device-ns/op")
+				b.ReportMetric(d.Seconds()*1e3, "ms/call")
+			})
+		}
+	}
 }

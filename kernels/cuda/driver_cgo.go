@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/gomlx/compute/dtypes"
 )
 
 // Driver is the CUDA driver, opened from its library at run time.
@@ -137,6 +139,12 @@ func (c *Context) Load(k Kernel) (*Module, error) {
 		C.gomase_cuda_unload(c.dr.d, m.mod)
 		return nil, err
 	}
+	if k.DynamicShared > 48<<10 {
+		if err := c.dr.check("cuFuncSetAttribute("+k.Entry+", max dynamic shared memory)", C.gomase_cuda_set_shared(c.dr.d, m.fn, C.int(k.DynamicShared))); err != nil {
+			C.gomase_cuda_unload(c.dr.d, m.mod)
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -196,6 +204,82 @@ func (m *Module) TimeMXInt8(mant, exp, out *Buffer, n, groupSize, reps int) (tim
 	var ms C.float
 	if err := m.c.dr.check("timing "+m.k.Entry, C.gomase_cuda_time_mxint8(m.c.dr.d, m.fn,
 		mant.ptr, exp.ptr, out.ptr, C.longlong(n), C.int(groupSize), C.int(reps), &ms)); err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(ms) * 1e6 / float64(reps)), nil
+}
+
+// sdpaArgs checks that m is the SDPA kernel of c's dtype and that the
+// buffers hold c's tensors (mask nil without one), and returns the
+// kernel's arguments in C memory (free them with C.free).
+func (m *Module) sdpaArgs(c SDPAConfig, q, k, v, mask, out *Buffer) (*C.gomase_sdpa_args, error) {
+	call, err := SDPACall(c)
+	if err != nil {
+		return nil, err
+	}
+	c, _ = ParseSDPAConfig(call.Config)
+	want := SDPAFloat32
+	if c.DType == dtypes.Float16 {
+		want = SDPAFloat16
+	}
+	if m.k.Entry != want.Entry {
+		return nil, fmt.Errorf("cuda: module %s is not the %s SDPA kernel (%s)", m.k.Name, c.DType, want.Name)
+	}
+	bufs := []*Buffer{q, k, v, mask}
+	if c.MaskDims == nil {
+		if mask != nil {
+			return nil, fmt.Errorf("cuda: SDPA: a mask buffer for a call without a mask")
+		}
+		bufs = bufs[:3]
+	}
+	for i, b := range append(bufs, out) {
+		s := call.Results[0]
+		if i < len(bufs) {
+			s = call.Operands[i]
+		}
+		if b == nil || b.Bytes < int(s.Memory()) {
+			return nil, fmt.Errorf("cuda: SDPA: buffer %d (of q, k, v[, mask], out) is smaller than %s", i, s)
+		}
+	}
+	a := (*C.gomase_sdpa_args)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gomase_sdpa_args{}))))
+	var mp C.CUdeviceptr
+	if c.MaskDims != nil {
+		mp = mask.ptr
+	}
+	C.gomase_sdpa_set_buffers(a, q.ptr, k.ptr, v.ptr, mp, out.ptr)
+	for i, s := range c.MaskStrides() {
+		a.mask_stride[i] = C.longlong(s)
+	}
+	a.batch, a.heads, a.seq_q, a.seq_k, a.head_dim = C.int(c.Batch), C.int(c.Heads), C.int(c.SeqQ), C.int(c.SeqK), C.int(c.HeadDim)
+	a.scale = C.float(c.Scale)
+	return a, nil
+}
+
+// SDPA runs the SDPA kernel (m loaded from SDPAFloat32 or SDPAFloat16, as
+// c.DType) on device buffers q, k, v, mask (nil when c has none) into out,
+// and waits for it.
+func (m *Module) SDPA(c SDPAConfig, q, k, v, mask, out *Buffer) error {
+	a, err := m.sdpaArgs(c, q, k, v, mask, out)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(a))
+	if err := m.c.dr.check("cuLaunchKernel("+m.k.Entry+")", C.gomase_cuda_launch_sdpa(m.c.dr.d, m.fn, nil, a)); err != nil {
+		return err
+	}
+	return m.c.Synchronize()
+}
+
+// TimeSDPA launches the SDPA kernel reps times back to back and returns
+// the device time per launch (CUDA events).
+func (m *Module) TimeSDPA(c SDPAConfig, q, k, v, mask, out *Buffer, reps int) (time.Duration, error) {
+	a, err := m.sdpaArgs(c, q, k, v, mask, out)
+	if err != nil {
+		return 0, err
+	}
+	defer C.free(unsafe.Pointer(a))
+	var ms C.float
+	if err := m.c.dr.check("timing "+m.k.Entry, C.gomase_cuda_time_sdpa(m.c.dr.d, m.fn, a, C.int(reps), &ms)); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * 1e6 / float64(reps)), nil

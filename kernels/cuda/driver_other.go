@@ -60,3 +60,13 @@ func (m *Module) DequantizeMXInt8(_, _, _ *Buffer, _, _ int) error {
 func (m *Module) TimeMXInt8(_, _, _ *Buffer, _, _, _ int) (time.Duration, error) {
 	return 0, fmt.Errorf("cuda: no driver")
 }
+
+// SDPA is never reached: OpenDriver fails.
+func (m *Module) SDPA(SDPAConfig, *Buffer, *Buffer, *Buffer, *Buffer, *Buffer) error {
+	return fmt.Errorf("cuda: no driver")
+}
+
+// TimeSDPA is never reached: OpenDriver fails.
+func (m *Module) TimeSDPA(SDPAConfig, *Buffer, *Buffer, *Buffer, *Buffer, *Buffer, int) (time.Duration, error) {
+	return 0, fmt.Errorf("cuda: no driver")
+}

@@ -28,12 +28,24 @@ var mxint8Source string
 //go:embed mxint8_elem.h
 var mxint8Body string
 
+//go:embed sdpa.ptx
+var sdpaPTX string
+
+//go:embed sdpa.cu
+var sdpaSource string
+
+//go:embed sdpa_block.h
+var sdpaBody string
+
 // Kernel is one CUDA kernel: its PTX module and entry point.
 type Kernel struct {
 	// Name is how gomase calls it; Entry is the PTX entry point.
 	Name, Entry string
 	// PTX is the module, as gen_ptx.sh wrote it.
 	PTX string
+	// DynamicShared is the most dynamic shared memory a launch asks for,
+	// in bytes (Load raises the function's limit when it is over 48 KB).
+	DynamicShared int
 	// sources are the CUDA files the PTX was generated from, concatenated.
 	sources string
 }
@@ -42,6 +54,19 @@ type Kernel struct {
 // gomase_mxint8_dequantize(int8 *m, uint8 *e, bf16 *out, int64 n,
 // int32 group_size), bit-exact with mxint8.DequantizeReference.
 var MXInt8 = Kernel{Name: "mxint8_dequantize", Entry: "gomase_mxint8_dequantize", PTX: mxint8PTX, sources: mxint8Source + mxint8Body}
+
+// SDPAFloat32 and SDPAFloat16 are the flash-attention kernel
+// gomase_sdpa_f32/f16(gomase_sdpa_args) of sdpa.cu, one module: see
+// SDPAConfig for what they compute and accept.
+var (
+	SDPAFloat32 = Kernel{Name: "sdpa_f32", Entry: "gomase_sdpa_f32", PTX: sdpaPTX, DynamicShared: sdpaSharedBytes(sdpaMaxHeadDim), sources: sdpaSource + sdpaBody}
+	SDPAFloat16 = Kernel{Name: "sdpa_f16", Entry: "gomase_sdpa_f16", PTX: sdpaPTX, DynamicShared: sdpaSharedBytes(sdpaMaxHeadDim), sources: sdpaSource + sdpaBody}
+)
+
+// sdpaSharedBytes is gomase_sdpa_smem_floats(d)·4 (sdpa_block.h): q (64
+// rows), K (32 keys, rows padded by one), V (32 keys) and P (8 warps × 32
+// keys × 8 rows).
+func sdpaSharedBytes(d int) int { return 4 * (64*d + 32*(d+1) + 32*d + 8*32*8) }
 
 var recordedHash = regexp.MustCompile(`^// source sha256: ([0-9a-f]{64})\b`)
 

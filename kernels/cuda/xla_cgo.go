@@ -12,28 +12,33 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/gomlx/compute/dtypes"
 )
 
 var (
 	registerMu sync.Mutex
 	registered = map[string]bool{}
-	// mxint8PTXC is the PTX the handler loads, kept for the process.
-	mxint8PTXC *C.char
+	// mxint8PTXC and sdpaPTXC are the PTX the handlers load, kept for the
+	// process.
+	mxint8PTXC, sdpaPTXC *C.char
 )
 
-// RegisterMXInt8WithPJRT makes the MXINT8 kernel the handler of the
-// custom-call target MXInt8Target in the CUDA PJRT plugin at pluginPath —
-// the plugin the XLA backend loaded, which dlopen hands back as the same
-// library — so that graphs compiled afterwards can call it (MXInt8Call).
-// It opens the driver first; on a machine without one it fails with
-// OpenDriver's error. Registering twice is a no-op.
-func RegisterMXInt8WithPJRT(pluginPath string) error {
+// RegisterWithPJRT makes gomase's kernels the handlers of their custom-call
+// targets (MXInt8Target, SDPATarget) in the CUDA PJRT plugin at pluginPath
+// — the plugin the XLA backend loaded, which dlopen hands back as the same
+// library — so that graphs compiled afterwards can call them (MXInt8Call,
+// SDPACall). It opens the driver first; on a machine without one it fails
+// with OpenDriver's error. Registering twice is a no-op.
+func RegisterWithPJRT(pluginPath string) error {
 	dr, err := OpenDriver()
 	if err != nil {
 		return err
 	}
-	if err := MXInt8.Check(); err != nil {
-		return err
+	for _, k := range []Kernel{MXInt8, SDPAFloat32, SDPAFloat16} {
+		if err := k.Check(); err != nil {
+			return err
+		}
 	}
 	registerMu.Lock()
 	defer registerMu.Unlock()
@@ -47,13 +52,32 @@ func RegisterMXInt8WithPJRT(pluginPath string) error {
 		return fmt.Errorf("cuda: PJRT plugin %s: %s", pluginPath, oneLine(C.GoString(msg)))
 	}
 	if mxint8PTXC == nil {
-		mxint8PTXC = C.CString(MXInt8.PTX)
+		mxint8PTXC, sdpaPTXC = C.CString(MXInt8.PTX), C.CString(sdpaPTX)
 	}
-	C.gomase_xla_init(dr.d, mxint8PTXC)
-	if err := registerHandler(api, MXInt8Target, C.gomase_xla_mxint8); err != nil {
+	C.gomase_xla_init(dr.d, mxint8PTXC, sdpaPTXC)
+	if err := registerAll(api); err != nil {
 		return fmt.Errorf("cuda: PJRT plugin %s: %w", pluginPath, err)
 	}
 	registered[pluginPath] = true
+	return nil
+}
+
+// handlers are the C handlers of the custom-call targets.
+var handlers = []struct {
+	target  string
+	handler unsafe.Pointer
+}{
+	{MXInt8Target, unsafe.Pointer(C.gomase_xla_mxint8)},
+	{SDPATarget, unsafe.Pointer(C.gomase_xla_sdpa)},
+}
+
+// registerAll registers every handler with api (a PJRT_Api).
+func registerAll(api unsafe.Pointer) error {
+	for _, h := range handlers {
+		if err := registerHandler(api, h.target, h.handler); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -91,9 +115,47 @@ func parseMXInt8Payload(payload string) (n, groupSize int, ok bool) {
 	return int(cn), int(cgs), true
 }
 
+// parseSDPAPayload is the handler's reading of an SDPA payload, for the tests:
+// the config (dtype, sizes, scale, mask dimensions from the strides).
+func parseSDPAPayload(payload string) (SDPAConfig, [4]int64, bool) {
+	p := C.CString(payload)
+	defer C.free(unsafe.Pointer(p))
+	var a C.gomase_sdpa_args
+	var half, masked C.int
+	if C.gomase_sdpa_parse(p, C.size_t(len(payload)), &a, &half, &masked) != 0 {
+		return SDPAConfig{}, [4]int64{}, false
+	}
+	c := SDPAConfig{Batch: int(a.batch), Heads: int(a.heads), SeqQ: int(a.seq_q), SeqK: int(a.seq_k), HeadDim: int(a.head_dim), DType: dtypes.Float32, Scale: float32(a.scale)}
+	if half != 0 {
+		c.DType = dtypes.Float16
+	}
+	var st [4]int64
+	for i := range st {
+		st[i] = int64(a.mask_stride[i])
+	}
+	if masked != 0 {
+		full := []int{c.Batch, c.Heads, c.SeqQ, c.SeqK}
+		c.MaskDims = make([]int, 4)
+		for i := range full {
+			c.MaskDims[i] = 1
+			if st[i] != 0 {
+				c.MaskDims[i] = full[i]
+			}
+		}
+	}
+	return c, st, true
+}
+
+// fakeRegistration is what the fake PJRT_Api was asked to register.
+type fakeRegistration struct {
+	name       string
+	apiVersion int
+	handler    unsafe.Pointer
+}
+
 // fakePJRT builds the test's fake PJRT_Api and returns it with a reader
 // of what its GPU extension was asked to register.
-func fakePJRT(withGPUExtension, refuse bool) (api unsafe.Pointer, registered func() (name string, apiVersion int, handler unsafe.Pointer)) {
+func fakePJRT(withGPUExtension, refuse bool) (api unsafe.Pointer, registered func() []fakeRegistration) {
 	b := func(v bool) C.int {
 		if v {
 			return 1
@@ -101,13 +163,22 @@ func fakePJRT(withGPUExtension, refuse bool) (api unsafe.Pointer, registered fun
 		return 0
 	}
 	api = C.gomase_pjrt_fake(b(withGPUExtension), b(refuse))
-	return api, func() (string, int, unsafe.Pointer) {
-		var v C.int
-		var h unsafe.Pointer
-		name := C.GoString(C.gomase_pjrt_fake_registered(&v, &h))
-		return name, int(v), h
+	return api, func() []fakeRegistration {
+		var out []fakeRegistration
+		for i := C.int(0); ; i++ {
+			var v C.int
+			var h unsafe.Pointer
+			name := C.gomase_pjrt_fake_registered(i, &v, &h)
+			if name == nil {
+				return out
+			}
+			out = append(out, fakeRegistration{C.GoString(name), int(v), h})
+		}
 	}
 }
 
-// mxint8Handler is the C handler of the MXINT8 custom call.
-var mxint8Handler = unsafe.Pointer(C.gomase_xla_mxint8)
+// mxint8Handler and sdpaHandler are the C handlers of the custom calls.
+var (
+	mxint8Handler = unsafe.Pointer(C.gomase_xla_mxint8)
+	sdpaHandler   = unsafe.Pointer(C.gomase_xla_sdpa)
+)

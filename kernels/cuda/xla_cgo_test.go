@@ -3,28 +3,37 @@
 package cuda
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gomlx/compute/dtypes"
 )
 
-// TestRegisterWithFakePJRT registers the MXINT8 handler with a fake
-// PJRT_Api: the GPU extension is found behind another one in the chain
-// and gets the target, the untyped API version and the handler.
+// TestRegisterWithFakePJRT registers the handlers with a fake PJRT_Api:
+// the GPU extension is found behind another one in the chain and gets
+// both targets, the untyped API version and their handlers.
 func TestRegisterWithFakePJRT(t *testing.T) {
 	api, registered := fakePJRT(true, false)
-	if err := registerHandler(api, MXInt8Target, mxint8Handler); err != nil {
+	if err := registerAll(api); err != nil {
 		t.Fatal(err)
 	}
-	name, version, handler := registered()
-	if name != MXInt8Target || version != 0 || handler != mxint8Handler {
-		t.Errorf("registered %q, api_version %d, handler %p (want %q, 0, %p)", name, version, handler, MXInt8Target, mxint8Handler)
+	got := registered()
+	want := []fakeRegistration{{MXInt8Target, 0, mxint8Handler}, {SDPATarget, 0, sdpaHandler}}
+	if len(got) != len(want) {
+		t.Fatalf("registered %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("registration %d: %+v, want %+v", i, got[i], want[i])
+		}
 	}
 	api, _ = fakePJRT(false, false)
 	if err := registerHandler(api, MXInt8Target, mxint8Handler); err == nil || !strings.Contains(err.Error(), "no GPU custom-call extension") {
 		t.Errorf("a plugin without the GPU extension: %v", err)
 	}
 	api, _ = fakePJRT(true, true)
-	if err := registerHandler(api, MXInt8Target, mxint8Handler); err == nil || !strings.Contains(err.Error(), "refused the custom call: fake refusal") {
+	if err := registerAll(api); err == nil || !strings.Contains(err.Error(), "refused the custom call: fake refusal") {
 		t.Errorf("a refusal: %v", err)
 	}
 }
@@ -42,11 +51,52 @@ func TestHandlerPayload(t *testing.T) {
 			t.Errorf("payload %q accepted", bad)
 		}
 	}
-	if err := RegisterMXInt8WithPJRT("/nonexistent/pjrt_plugin.so"); err == nil || strings.Contains(err.Error(), "\n") {
+	if err := RegisterWithPJRT("/nonexistent/pjrt_plugin.so"); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("registering without a driver or plugin: %v", err)
 	}
 	CallError() // clear
 	if err := CallError(); err != nil {
 		t.Errorf("CallError after clearing: %v", err)
+	}
+}
+
+// TestSDPAHandlerPayload checks the SDPA handler's reading of payloads
+// against SDPACall's, and its refusals.
+func TestSDPAHandlerPayload(t *testing.T) {
+	for _, c := range []SDPAConfig{
+		{Batch: 32, Heads: 8, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: dtypes.Float16},
+		{Batch: 2, Heads: 3, SeqQ: 100, SeqK: 77, HeadDim: 128, DType: dtypes.Float32, Scale: -0.37, MaskDims: []int{2, 1, 1, 77}},
+		{Batch: 2, Heads: 3, SeqQ: 100, SeqK: 77, HeadDim: 1, DType: dtypes.Float32, MaskDims: []int{1, 3, 100, 77}},
+		{Batch: 2, Heads: 3, SeqQ: 100, SeqK: 77, HeadDim: 40, DType: dtypes.Float16, MaskDims: []int{2, 3, 100, 77}},
+	} {
+		call, err := SDPACall(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ParseSDPAConfig(call.Config)
+		got, st, ok := parseSDPAPayload(call.Config)
+		if !ok || !reflect.DeepEqual(got, want) || st != want.MaskStrides() {
+			t.Errorf("payload %q read as %+v, strides %v, %v (want %+v, %v)", call.Config, got, st, ok, want, want.MaskStrides())
+		}
+	}
+	for _, bad := range []string{
+		"",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=bf16 scale=0x3e000000 mask=none",
+		"b=2 h=4 sq=3 sk=5 d=129 dtype=f32 scale=0x3e000000 mask=none",
+		"b=0 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=none",
+		"b=300 h=300 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=none",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x00000000 mask=none",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x7f800000 mask=none",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x7fc00000 mask=none",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=7,0,0,1",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=5,0,0",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=5,0,0,1x",
+		"b=2 h=4 sq=3 sk=5 d=64 dtype=f32 scale=0x3e000000 mask=none trailing",
+		strings.Repeat("b=2 ", 80),
+	} {
+		if _, _, ok := parseSDPAPayload(bad); ok {
+			t.Errorf("payload %q accepted", bad)
+		}
 	}
 }
