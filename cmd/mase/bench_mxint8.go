@@ -67,6 +67,9 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "dequantize graph on %s, %d values (group %d, %d bytes moved), %d per executable, median of %d: %.4f ms = %.2f GB/s (%s); elementwise pass over the same bytes %.4f ms = %.2f GB/s; ratio %.0f%%; dispatch floor %.4f ms per executable call\n",
 			r.Backend, r.Values, r.GroupSize, r.Bytes, r.Reps, r.Timings, r.DequantMs, r.DequantGBs, exact, r.ElementwiseMs, r.ElementwiseGBs, 100*r.Ratio, r.DispatchFloorMs)
+		if r.Kernels != "" {
+			fmt.Fprintln(stdout, r.Kernels+" (packed models call the MXINT8 kernel; this graph is GoMLX's: the kernel's own figure is cuda.test's BenchmarkDeviceMXInt8)")
+		}
 		return nil
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -40,6 +40,7 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("reps", 11, "timed calls of each (the median is reported)")
 	be := fs.String("backend", "", "time the GoMLX graphs (sdpa.NaiveGraph vs sdpa.FusedGraph) on this backend instead of the Go kernels: "+backendNames)
 	loop := fs.Int("loop", 20, "with --backend: attention calls repeated inside one executable per timing, so the figure leaves out the per-call dispatch")
+	masked := fs.Bool("mask", false, "with --backend: add an additive key-padding mask [batch,1,1,seq] (a quarter of the batches keep all keys, the others lose up to 3/8)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
@@ -54,6 +55,9 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	if *dtype != "float32" && *dtype != "float16" {
 		return fmt.Errorf("unknown --dtype %q (allowed: float32, float16)", *dtype)
 	}
+	if *masked && *be == "" {
+		return fmt.Errorf("--mask needs --backend (it times the GoMLX graphs; the Go kernels take a mask through their Options)")
+	}
 	if *reps < 1 || *loop < 1 {
 		return fmt.Errorf("--reps and --loop must be ≥ 1 (got %d, %d)", *reps, *loop)
 	}
@@ -63,7 +67,7 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dt := map[string]dtypes.DType{"float32": dtypes.Float32, "float16": dtypes.Float16}[*dtype]
-		r, err := perf.SDPAGraph(onBackend, [4]int(dims), dt, *loop, *reps)
+		r, err := perf.SDPAGraph(onBackend, [4]int(dims), dt, *masked, *loop, *reps)
 		if err != nil {
 			return err
 		}
@@ -74,8 +78,15 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 		if r.Fused {
 			fused = "yes"
 		}
-		fmt.Fprintf(stdout, "SDPA %v %s on %s, GoMLX graphs, %d calls per executable, median of %d: naive %.4f ms, fused %.4f ms (backend's fused op: %s), speedup %.2f×; max |error| vs float64 %.2g; dispatch floor %.4f ms per executable call\n",
-			dims, *dtype, r.Backend, r.Reps, r.Timings, r.NaiveMs, r.FusedMs, fused, r.Speedup, r.MaxAbsErr, r.DispatchFloorMs)
+		mask := ""
+		if r.Masked {
+			mask = " with a padding mask"
+		}
+		fmt.Fprintf(stdout, "SDPA %v %s%s on %s, GoMLX graphs, %d calls per executable, median of %d: naive %.4f ms, fused %.4f ms (backend's fused op: %s), speedup %.2f×; max |error| vs float64 %.2g; dispatch floor %.4f ms per executable call\n",
+			dims, *dtype, mask, r.Backend, r.Reps, r.Timings, r.NaiveMs, r.FusedMs, fused, r.Speedup, r.MaxAbsErr, r.DispatchFloorMs)
+		if r.Kernels != "" {
+			fmt.Fprintln(stdout, r.Kernels)
+		}
 		return nil
 	}
 	s := sdpa.NewShape(dims[0], dims[1], dims[2], dims[2], dims[3])

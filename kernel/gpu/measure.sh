@@ -53,6 +53,9 @@ run packed_gomlx 300 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backend 
 # dequantisation at 64 Mi values next to an elementwise pass over the same bytes.
 run sdpa_fp16 300 ./mase bench sdpa --backend xla:cuda --dtype float16 --loop 100 --reps 21 --json
 run sdpa_fp32 300 ./mase bench sdpa --backend xla:cuda --dtype float32 --loop 100 --reps 21 --json
+run sdpa_fp16_mask 300 ./mase bench sdpa --backend xla:cuda --dtype float16 --mask --loop 100 --reps 21 --json
+run sdpa_fp32_mask 300 ./mase bench sdpa --backend xla:cuda --dtype float32 --mask --loop 100 --reps 21 --json
+run sdpa_fp32_nokernel 300 env GOMASE_CUDA_KERNELS=off ./mase bench sdpa --backend xla:cuda --dtype float32 --loop 100 --reps 21 --json
 run mxint8_64mi 300 ./mase bench mxint8 --backend xla:cuda --values 67108864 --loop 20 --reps 11 --json
 # gomase's CUDA kernels through the driver API, timed with device events: MXINT8 (bit-exact for group
 # sizes 8–512, bandwidth at 64 Mi values) and flash attention (TestDeviceSDPA against the float64

@@ -2,6 +2,8 @@ package backend
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -36,7 +38,13 @@ const KernelsEnv = "GOMASE_CUDA_KERNELS"
 // as XLA custom calls; Reason says why there are none, for a backend that
 // might have had them.
 type KernelSet struct {
+	// MXInt8: QLinearPacked and QEmbeddingPacked dequantise with the
+	// MXINT8 kernel.
 	MXInt8 bool
+	// SDPA: the backend's fused attention (sdpa.FusedGraph) runs the
+	// flash-attention kernel where cuDNN's fused op does not apply
+	// (float32, or an additive mask).
+	SDPA   bool
 	Reason string
 }
 
@@ -52,9 +60,16 @@ func Kernels(be compute.Backend) KernelSet {
 
 // String says which kernels are in use, or why none.
 func (k KernelSet) String() string {
+	var names []string
+	if k.MXInt8 {
+		names = append(names, "MXINT8 dequantisation")
+	}
+	if k.SDPA {
+		names = append(names, "flash attention")
+	}
 	switch {
-	case k.MXInt8:
-		return "CUDA kernels: MXINT8 dequantisation"
+	case len(names) > 0:
+		return "CUDA kernels: " + strings.Join(names, ", ")
 	case k.Reason != "":
 		return "CUDA kernels: none (" + k.Reason + ")"
 	}
@@ -79,10 +94,25 @@ func withKernels(be compute.Backend, set KernelSet, emit emitFunc) compute.Backe
 	return &kernelBackend{Backend: be, set: set, emit: emit}
 }
 
+// Capabilities implements compute.Backend: with the attention kernel the
+// backend has a fused attention, and no fused backward (gradients go
+// through the GoMLX decomposition: the kernel's outputs carry no state for
+// cuDNN's).
+func (b *kernelBackend) Capabilities() compute.Capabilities {
+	caps := b.Backend.Capabilities()
+	if !b.set.SDPA {
+		return caps
+	}
+	caps.Operations = maps.Clone(caps.Operations)
+	caps.Operations[compute.OpTypeFusedScaledDotProductAttention] = true
+	caps.Operations[compute.OpTypeFusedScaledDotProductAttentionVJP] = false
+	return caps
+}
+
 // Builder implements compute.Backend.
 func (b *kernelBackend) Builder(name string) compute.Builder {
 	inner := b.Backend.Builder(name)
-	if inner == nil || !b.set.MXInt8 {
+	if inner == nil || (!b.set.MXInt8 && !b.set.SDPA) {
 		return inner
 	}
 	return &kernelBuilder{Builder: inner, owner: b}
@@ -231,4 +261,93 @@ func (f *kernelFunction) QuantizedEmbeddingLookup(data, indices compute.Value, q
 		return nil, err
 	}
 	return f.dequantize(m, e, gs)
+}
+
+// FusedScaledDotProductAttention implements compute.FusedOps: cuDNN's fused
+// op (the backend's) for float16/bfloat16 without a mask, the
+// flash-attention kernel for float32 or float16 with an additive mask
+// (BHSD layout, as many key/value heads as query heads, head_dim ≤ 128, no
+// causal flag, bias or sequence lengths), the backend's op otherwise.
+func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, layout compute.AttentionAxesLayout,
+	opts *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
+	inner := func() (compute.Value, []compute.Value, error) {
+		return f.Function.FusedScaledDotProductAttention(q, k, v, layout, opts)
+	}
+	if !f.owner.set.SDPA {
+		return inner()
+	}
+	call, operands, err := f.sdpaCall(q, k, v, layout, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if call == nil {
+		return inner()
+	}
+	if call.Operands[0].DType != dtypes.Float32 && len(operands) == 3 {
+		// cuDNN takes half precision without a mask: prefer it.
+		if out, states, err := inner(); err == nil {
+			return out, states, nil
+		}
+	}
+	outs, err := f.owner.emit(f.Function, *call, operands...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs[0], nil, nil
+}
+
+// sdpaCall returns the kernel's call and operands for an attention, or a
+// nil call when the kernel does not take it.
+func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.AttentionAxesLayout,
+	opts *compute.ScaledDotProductAttentionConfig) (*cuda.Call, []compute.Value, error) {
+	if layout != compute.AttentionAxesLayoutBHSD {
+		return nil, nil, nil
+	}
+	var o compute.ScaledDotProductAttentionConfig
+	if opts != nil {
+		o = *opts
+	}
+	if o.Causal || o.Bias != nil || o.QuerySeqLen != nil || o.KeyValueSeqLen != nil {
+		return nil, nil, nil
+	}
+	var qs, ks, vs shapes.Shape
+	for _, x := range []struct {
+		v compute.Value
+		s *shapes.Shape
+	}{{q, &qs}, {k, &ks}, {v, &vs}} {
+		s, err := f.shape(x.v)
+		if err != nil {
+			return nil, nil, err
+		}
+		*x.s = s
+	}
+	if qs.Rank() != 4 || !ks.Equal(vs) || ks.Rank() != 4 || ks.DType != qs.DType ||
+		ks.Dimensions[0] != qs.Dimensions[0] || ks.Dimensions[1] != qs.Dimensions[1] || ks.Dimensions[3] != qs.Dimensions[3] {
+		return nil, nil, nil
+	}
+	cfg := cuda.SDPAConfig{Batch: qs.Dimensions[0], Heads: qs.Dimensions[1], SeqQ: qs.Dimensions[2], SeqK: ks.Dimensions[2],
+		HeadDim: qs.Dimensions[3], DType: qs.DType, Scale: float32(o.Scale)}
+	operands := []compute.Value{q, k, v}
+	if o.Mask != nil {
+		ms, err := f.shape(o.Mask)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ms.DType.IsFloat() || ms.Rank() != 4 {
+			return nil, nil, nil // boolean or lower-rank masks: the backend's op
+		}
+		cfg.MaskDims = ms.Dimensions
+		mask := o.Mask
+		if ms.DType != dtypes.Float32 {
+			if mask, err = f.Function.ConvertDType(mask, dtypes.Float32); err != nil {
+				return nil, nil, err
+			}
+		}
+		operands = append(operands, mask)
+	}
+	call, err := cuda.SDPACall(cfg)
+	if err != nil {
+		return nil, nil, nil // a size or dtype the kernel does not take
+	}
+	return &call, operands, nil
 }

@@ -48,8 +48,8 @@ func withCUDAKernels(be compute.Backend, pluginPath string) compute.Backend {
 	if os.Getenv(KernelsEnv) == "off" {
 		return withKernels(be, KernelSet{Reason: KernelsEnv + "=off"}, emitXLA)
 	}
-	set := KernelSet{MXInt8: true}
-	if err := cuda.RegisterMXInt8WithPJRT(pluginPath); err != nil {
+	set := KernelSet{MXInt8: true, SDPA: true}
+	if err := cuda.RegisterWithPJRT(pluginPath); err != nil {
 		set = KernelSet{Reason: err.Error()}
 	}
 	return withKernels(be, set, emitXLA)

@@ -70,7 +70,7 @@ func TestKernelGraphs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
-		r, err := SDPAGraph(be, [4]int{2, 2, 16, 8}, dt, 3, 2)
+		r, err := SDPAGraph(be, [4]int{2, 2, 16, 8}, dt, false, 3, 2)
 		if err != nil {
 			t.Fatalf("%s: %v", dt, err)
 		}
@@ -79,7 +79,7 @@ func TestKernelGraphs(t *testing.T) {
 			t.Errorf("%s: %+v", dt, r)
 		}
 	}
-	if _, err := SDPAGraph(be, [4]int{1, 1, 4, 4}, dtypes.Int32, 1, 1); err == nil || !strings.Contains(err.Error(), "allowed: float32, float16") {
+	if _, err := SDPAGraph(be, [4]int{1, 1, 4, 4}, dtypes.Int32, false, 1, 1); err == nil || !strings.Contains(err.Error(), "allowed: float32, float16") {
 		t.Errorf("int32 SDPA: %v", err)
 	}
 	for _, gs := range []int{8, 32, 512} {

@@ -17,13 +17,17 @@ import (
 
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/kernels/sdpa"
+	"github.com/gomase/gomase/mase/backend"
 )
 
 // LoopTiming says how a graph benchmark timed its kernels: each figure is
 // the median over Timings calls of an executable repeating the kernel
 // Reps times (InLoop), next to the backend's dispatch floor.
 type LoopTiming struct {
-	Backend         string  `json:"backend"`
+	Backend string `json:"backend"`
+	// Kernels says which of gomase's CUDA kernels the backend's graphs
+	// call (empty on the Go backend).
+	Kernels         string  `json:"cuda_kernels,omitempty"`
 	Reps            int     `json:"reps_per_call"`
 	Timings         int     `json:"timings"`
 	DispatchFloorMs float64 `json:"dispatch_floor_ms"`
@@ -33,6 +37,9 @@ type LoopTiming struct {
 func (t *LoopTiming) measureFloor(be compute.Backend) error {
 	floor, err := DispatchFloor(be, 50)
 	t.DispatchFloorMs = ms(floor)
+	if !backend.IsGo(be) {
+		t.Kernels = backend.Kernels(be).String()
+	}
 	return err
 }
 
@@ -41,6 +48,8 @@ type SDPAGraphReport struct {
 	LoopTiming
 	Shape []int  `json:"shape"` // batch, heads, seq, head_dim
 	DType string `json:"dtype"`
+	// Masked: an additive key-padding mask [batch, 1, 1, seq] was applied.
+	Masked bool `json:"padding_mask"`
 	// Fused is whether the backend ran its own fused attention op;
 	// otherwise FusedGraph built the decomposition as NaiveGraph does.
 	Fused     bool    `json:"backend_fused_op"`
@@ -52,9 +61,11 @@ type SDPAGraphReport struct {
 
 // SDPAGraph times kernels/sdpa's NaiveGraph and FusedGraph on be for
 // random q = k = v shapes [batch, heads, seq, head_dim] of dtype float32
-// or float16: each repetition feeds its output back as the next q. Both
-// graphs are first run once and checked against the float64 reference.
-func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timings int) (*SDPAGraphReport, error) {
+// or float16, with an additive key-padding mask when masked (batch b
+// keeps seq − (b mod 4)·seq/8 keys, the others get −10⁴): each repetition
+// feeds its output back as the next q. Both graphs are first run once and
+// checked against the float64 reference.
+func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, masked bool, reps, timings int) (*SDPAGraphReport, error) {
 	if dtype != dtypes.Float32 && dtype != dtypes.Float16 {
 		return nil, fmt.Errorf("perf: SDPA dtype %s (allowed: float32, float16)", dtype)
 	}
@@ -87,14 +98,34 @@ func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timin
 		}
 		in64[i] = x
 	}
-	ref, err := sdpa.Reference(in64[0], in64[1], in64[2], s, nil)
+	args := in[:]
+	var opts *sdpa.Options
+	if masked {
+		bias := make([]float32, s.Batch*s.SeqK)
+		for b := range s.Batch {
+			for j := s.SeqK - (b%4)*s.SeqK/8; j < s.SeqK; j++ {
+				bias[b*s.SeqK+j] = -1e4
+			}
+		}
+		opts = &sdpa.Options{KeyBias: bias}
+		args = append(args, tensors.FromFlatDataAndDimensions(bias, s.Batch, 1, 1, s.SeqK))
+		defer args[3].MustFinalizeAll()
+	}
+	ref, err := sdpa.Reference(in64[0], in64[1], in64[2], s, opts)
 	if err != nil {
 		return nil, err
 	}
-	r := &SDPAGraphReport{LoopTiming: LoopTiming{Backend: be.Name(), Reps: reps, Timings: timings}, Shape: shape[:], DType: strings.ToLower(dtype.String())}
-	naive := func(q, k, v *graph.Node) *graph.Node { return sdpa.NaiveGraph(q, k, v, nil, 0) }
-	fused := func(q, k, v *graph.Node) *graph.Node {
-		out, ok := sdpa.FusedGraph(q, k, v, nil, 0)
+	r := &SDPAGraphReport{LoopTiming: LoopTiming{Backend: be.Name(), Reps: reps, Timings: timings}, Shape: shape[:],
+		DType: strings.ToLower(dtype.String()), Masked: masked}
+	mask := func(st []*graph.Node) *graph.Node {
+		if masked {
+			return st[3]
+		}
+		return nil
+	}
+	naive := func(st []*graph.Node) *graph.Node { return sdpa.NaiveGraph(st[0], st[1], st[2], mask(st), 0) }
+	fused := func(st []*graph.Node) *graph.Node {
+		out, ok := sdpa.FusedGraph(st[0], st[1], st[2], mask(st), 0)
 		r.Fused = ok
 		return out
 	}
@@ -104,10 +135,10 @@ func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timin
 			l.Close()
 		}
 	}()
-	for _, attention := range []func(q, k, v *graph.Node) *graph.Node{naive, fused} {
+	for _, attention := range []func(st []*graph.Node) *graph.Node{naive, fused} {
 		out, err := graph.ExecOnce(be, func(ins []*graph.Node) *graph.Node {
-			return graph.ConvertDType(attention(ins[0], ins[1], ins[2]), dtypes.Float64)
-		}, in[0], in[1], in[2])
+			return graph.ConvertDType(attention(ins), dtypes.Float64)
+		}, toAny(args)...)
 		if err != nil {
 			return nil, err
 		}
@@ -120,14 +151,14 @@ func SDPAGraph(be compute.Backend, shape [4]int, dtype dtypes.DType, reps, timin
 			r.MaxAbsErr = math.Max(r.MaxAbsErr, math.Abs(got[j]-ref[j]))
 		}
 		l, err := NewInLoop(be, reps, func(_ Counter, st []*graph.Node) ([]*graph.Node, error) {
-			return []*graph.Node{attention(st[0], st[1], st[2]), st[1], st[2]}, nil
+			return append([]*graph.Node{attention(st)}, st[1:]...), nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		loops = append(loops, l)
 	}
-	ts, err := alternate(loops, timings, in[:]...)
+	ts, err := alternate(loops, timings, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -270,3 +301,12 @@ func alternateInputs(loops []*InLoop, timings int, inputs [][]*tensors.Tensor) (
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// toAny returns ts as a []any (graph.ExecOnce's arguments).
+func toAny(ts []*tensors.Tensor) []any {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
+}

@@ -1,0 +1,165 @@
+package backend_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/float16"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/kernels/cuda"
+	"github.com/gomase/gomase/kernels/sdpa"
+	"github.com/gomase/gomase/mase/backend"
+)
+
+// attentionWithOps answers the attention kernel's custom call with the
+// backend's own ops (in float32) and records the calls.
+func attentionWithOps(calls *[]cuda.SDPAConfig) backend.EmitFunc {
+	return func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
+		c, err := cuda.ParseSDPAConfig(call.Config)
+		if err != nil {
+			return nil, err
+		}
+		*calls = append(*calls, c)
+		var firstErr error
+		do := func(v compute.Value, err error) compute.Value {
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			return v
+		}
+		f32 := func(v compute.Value) compute.Value { return do(fn.ConvertDType(v, dtypes.Float32)) }
+		q, k, v := f32(operands[0]), f32(operands[1]), f32(operands[2])
+		dims := []int{c.Batch, c.Heads, c.SeqQ, c.SeqK}
+		scoresShape := shapes.Make(dtypes.Float32, dims...)
+		full := func(x compute.Value, axes []int) compute.Value {
+			return do(fn.BroadcastInDim(x, scoresShape, axes))
+		}
+		s := do(fn.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}, compute.DotGeneralConfig{}))
+		scale := do(fn.Reshape(do(fn.Constant([]float32{c.Scale}))))
+		s = do(fn.Mul(s, full(scale, nil)))
+		if len(operands) == 4 {
+			s = do(fn.Add(s, full(operands[3], []int{0, 1, 2, 3})))
+		}
+		rowAxes := []int{0, 1, 2}
+		e := do(fn.Exp(do(fn.Sub(s, full(do(fn.ReduceMax(s, 3)), rowAxes)))))
+		p := do(fn.Div(e, full(do(fn.ReduceSum(e, 3)), rowAxes)))
+		out := do(fn.DotGeneral(p, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}, compute.DotGeneralConfig{}))
+		out = do(fn.ConvertDType(out, c.DType))
+		return []compute.Value{out}, firstErr
+	}
+}
+
+// attention runs build on be with q, k, v and mask (nil: none) and
+// returns the output as float64.
+func attention(t *testing.T, be compute.Backend, build func(q, k, v, mask *graph.Node) *graph.Node, in []*tensors.Tensor) []float64 {
+	t.Helper()
+	exec, err := graph.NewExec(be, func(xs []*graph.Node) *graph.Node {
+		var mask *graph.Node
+		if len(xs) == 4 {
+			mask = xs[3]
+		}
+		return graph.ConvertDType(build(xs[0], xs[1], xs[2], mask), dtypes.Float64)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	args := make([]any, len(in))
+	for i, x := range in {
+		c, err := x.LocalClone() // each backend gets tensors of its own
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.FinalizeAll()
+		args[i] = c
+	}
+	outs, err := exec.Exec(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outs[0].FinalizeAll()
+	v, err := tensors.CopyFlatData[float64](outs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestFusedAttentionCallsKernel: sdpa.FusedGraph on a backend with the
+// attention kernel calls it for float32 and for masked float16, with the
+// sizes, scale and mask of the graph, and gives NaiveGraph's output.
+func TestFusedAttentionCallsKernel(t *testing.T) {
+	goBE, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goBE.Finalize()
+	var calls []cuda.SDPAConfig
+	kb := backend.WithKernels(goBE, backend.KernelSet{SDPA: true}, attentionWithOps(&calls))
+	B, H, Sq, Sk, D := 2, 3, 5, 7, 8
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		dtype dtypes.DType
+		mask  bool
+		tol   float64
+	}{{dtypes.Float32, false, 1e-5}, {dtypes.Float32, true, 1e-5}, {dtypes.Float16, true, 2e-3}} {
+		values := func(dims ...int) *tensors.Tensor {
+			n := 1
+			for _, d := range dims {
+				n *= d
+			}
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			if tc.dtype == dtypes.Float16 {
+				h := make([]float16.Float16, n)
+				for i := range x {
+					h[i] = float16.FromFloat32(x[i])
+				}
+				return tensors.FromFlatDataAndDimensions(h, dims...)
+			}
+			return tensors.FromFlatDataAndDimensions(x, dims...)
+		}
+		in := []*tensors.Tensor{values(B, H, Sq, D), values(B, H, Sk, D), values(B, H, Sk, D)}
+		if tc.mask {
+			m := make([]float32, B*Sk)
+			for i := range m {
+				if rng.Float64() < 0.3 {
+					m[i] = -1e4
+				}
+			}
+			in = append(in, tensors.FromFlatDataAndDimensions(m, B, 1, 1, Sk))
+		}
+		before := len(calls)
+		var fused bool
+		got := attention(t, kb, func(q, k, v, mask *graph.Node) *graph.Node {
+			out, ok := sdpa.FusedGraph(q, k, v, mask, 0.3)
+			fused = ok
+			return out
+		}, in)
+		want := attention(t, goBE, func(q, k, v, mask *graph.Node) *graph.Node { return sdpa.NaiveGraph(q, k, v, mask, 0.3) }, in)
+		if !fused || len(calls) != before+1 {
+			t.Fatalf("%s mask=%v: fused %v, %d kernel calls", tc.dtype, tc.mask, fused, len(calls)-before)
+		}
+		c := calls[len(calls)-1]
+		if c.Batch != B || c.Heads != H || c.SeqQ != Sq || c.SeqK != Sk || c.HeadDim != D || c.DType != tc.dtype || c.Scale != 0.3 ||
+			(tc.mask && (len(c.MaskDims) != 4 || c.MaskDims[0] != B || c.MaskDims[3] != Sk)) || (!tc.mask && c.MaskDims != nil) {
+			t.Errorf("%s mask=%v: kernel called with %+v", tc.dtype, tc.mask, c)
+		}
+		for i := range want {
+			if d := math.Abs(got[i] - want[i]); d > tc.tol {
+				t.Fatalf("%s mask=%v: output %d is %g, NaiveGraph's %g", tc.dtype, tc.mask, i, got[i], want[i])
+			}
+		}
+		for _, x := range in {
+			x.FinalizeAll()
+		}
+	}
+}
