@@ -2,6 +2,7 @@ package execute
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -32,6 +33,53 @@ type staged struct {
 
 	mu    sync.Mutex
 	execs map[stageKey]*stageExec
+	last  RunStats // the counts of the most recent Run that completed
+}
+
+// RunStats counts what one Run of a staged runner (Eager, Segmented) did:
+// what the device time of a small graph is made of, since every
+// executable call costs a fixed dispatch on top of its kernels.
+type RunStats struct {
+	// Stages is the number of stages of the plan: host nodes and groups of
+	// nodes lowered together.
+	Stages int
+	// Executed counts the executable calls the Run made.
+	Executed int
+	// Constant counts the stages whose values are all Go constants (shape
+	// arithmetic): worked out once per input shapes, never executed.
+	Constant int
+	// Host counts the host stages (ops.HostKernel) the Run ran as Go code.
+	Host int
+	// Executables is the number of executables compiled so far, over all
+	// runs (one per stage and input signature).
+	Executables int
+	// ExecutedNodes counts the executed stages by their first node, as
+	// "call_module Linear", "call_method view", "call_function add" (a
+	// stage that folds views into their producer is named after the
+	// producer).
+	ExecutedNodes map[string]int
+}
+
+// Stats returns the counts of the most recent Run that completed (zero
+// before the first).
+func (s *staged) Stats() RunStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.last
+	st.ExecutedNodes = maps.Clone(st.ExecutedNodes)
+	return st
+}
+
+// label names a stage after its first node: its op and target, with a
+// module's class instead of its path.
+func (s *staged) label(st *stage) string {
+	n := st.nodes[0]
+	if n.Op == ir.CallModule {
+		if mod, ok := s.m.Module(n.Target); ok {
+			return string(n.Op) + " " + mod.TypeName()
+		}
+	}
+	return string(n.Op) + " " + n.Target
 }
 
 // stage is one step of a staged run.
@@ -195,8 +243,9 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	}
 	defer FreeUploads(args...)()
 	held := newHeldTensors(given)
+	stats := RunStats{Stages: len(s.stages), ExecutedNodes: map[string]int{}}
 	for _, st := range s.stages {
-		if err := s.runStage(st, vals); err != nil {
+		if err := s.runStage(st, vals, &stats); err != nil {
 			held.releaseAll()
 			return nil, err
 		}
@@ -208,13 +257,21 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 			delete(vals, n)
 		}
 	}
-	return flattenOutput(resolveArg(out.Args()[0], vals))
+	outs, err := flattenOutput(resolveArg(out.Args()[0], vals))
+	if err == nil {
+		s.mu.Lock()
+		stats.Executables = len(s.execs)
+		s.last = stats
+		s.mu.Unlock()
+	}
+	return outs, err
 }
 
 // runStage runs one stage and records the values of its liveOut nodes
 // (for a one-node stage, the node's value even when nothing reads it).
-func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
+func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) error {
 	if st.host != nil {
+		stats.Host++
 		n := st.nodes[0]
 		args := make([]any, 0, len(n.Args()))
 		for _, a := range n.Args() {
@@ -246,6 +303,8 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 			defer Finalize(dummy)
 			args = []any{dummy}
 		}
+		stats.Executed++
+		stats.ExecutedNodes[s.label(st)]++
 		outs, err := se.exec.Call(args...)
 		if err != nil {
 			return s.stageError(st, err)
@@ -264,6 +323,7 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 		}
 		return nil
 	}
+	stats.Constant++
 	for i, n := range s.recorded(st) {
 		vals[n] = se.values[i] // constants: nothing to execute
 	}
