@@ -31,6 +31,10 @@ type staged struct {
 	inputs []string
 	stages []*stage
 
+	// returned holds the nodes the output node returns: their tensors
+	// must be a stage's own outputs, never an input handed on.
+	returned map[*ir.Node]bool
+
 	mu    sync.Mutex
 	execs map[stageKey]*stageExec
 	last  RunStats // the counts of the most recent Run that completed
@@ -48,6 +52,11 @@ type RunStats struct {
 	// Constant counts the stages whose values are all Go constants (shape
 	// arithmetic): worked out once per input shapes, never executed.
 	Constant int
+	// Aliased counts the stages that hand on their input tensors unchanged
+	// (eval-mode dropout, to() to the tensor's own dtype, contiguous(), a
+	// tuple's element): not executed, as PyTorch launches no kernel for
+	// them.
+	Aliased int
 	// Host counts the host stages (ops.HostKernel) the Run ran as Go code.
 	Host int
 	// Executables is the number of executables compiled so far, over all
@@ -112,6 +121,10 @@ type stageExec struct {
 	values   []any
 	nOutputs int
 	built    bool
+	// alias holds, when every output is one of the executable's tensor
+	// inputs returned unchanged, the input index of each output; nil
+	// otherwise.
+	alias []int
 }
 
 // outputIndex marks the place of the k-th flat output inside a value.
@@ -180,6 +193,7 @@ func (s *staged) planRelease() {
 			returned[x] = true
 		}
 	}
+	s.returned = returned
 	last := map[*ir.Node]int{}
 	for i, st := range s.stages {
 		for _, n := range s.recorded(st) {
@@ -293,6 +307,17 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 	if err != nil {
 		return s.stageError(st, err)
 	}
+	if se.built && se.alias != nil && s.canAlias(st, se, len(ins)) {
+		stats.Aliased++
+		outs := make([]*tensors.Tensor, len(se.alias))
+		for k, i := range se.alias {
+			outs[k] = ins[i]
+		}
+		for i, n := range s.recorded(st) {
+			vals[n] = fillOutputs(se.values[i], outs)
+		}
+		return nil
+	}
 	if !se.built || se.nOutputs > 0 {
 		args := make([]any, len(ins))
 		for i, t := range ins {
@@ -328,6 +353,25 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 		vals[n] = se.values[i] // constants: nothing to execute
 	}
 	return nil
+}
+
+// canAlias reports whether a stage whose executable returns its inputs
+// unchanged may hand them on without running: none of its values is
+// returned by the graph (the caller owns what Run returns, so those must
+// be fresh tensors) and every aliased input is a real tensor input (not
+// the placeholder argument of a stage without tensor inputs).
+func (s *staged) canAlias(st *stage, se *stageExec, nIns int) bool {
+	for _, n := range s.recorded(st) {
+		if s.returned[n] {
+			return false
+		}
+	}
+	for _, i := range se.alias {
+		if i >= nIns {
+			return false
+		}
+	}
+	return true
 }
 
 // recorded lists the nodes whose values a stage hands on: its liveOut
@@ -484,7 +528,21 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stag
 			})
 		}
 		se.nOutputs, se.built = len(outs), true
+		paramIndex := map[*graph.Node]int{}
+		for i, p := range params {
+			paramIndex[p] = i
+		}
+		se.alias = make([]int, len(outs))
+		for k, o := range outs {
+			i, ok := paramIndex[o]
+			if !ok {
+				se.alias = nil
+				break
+			}
+			se.alias[k] = i
+		}
 		if len(outs) == 0 {
+			se.alias = nil
 			// Only constants: the graph still needs an output; the values
 			// are taken from the build, never from the execution.
 			outs = append(outs, graph.Scalar(g, dtypes.Float32, 0))
