@@ -51,6 +51,12 @@ var (
 //     getitem on a size) are worked out once per input shapes and never
 //     executed.
 //
+// Stages made only of functions and methods (no module: nothing reads a
+// parameter) share one executable when they compute the same thing on the
+// same input signature (bert-tiny's residual adds, its two attentions).
+// Modules still compile one executable per node: their parameters are the
+// store's variables, bound into each executable.
+//
 // Nothing is read back to the host between nodes: tensors pass from one
 // executable to the next as they are, only host nodes read theirs. Stats
 // counts what a Run executed.

@@ -3,6 +3,7 @@ package execute
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -102,14 +103,20 @@ type stage struct {
 	// dead lists the nodes whose values nothing reads after this stage
 	// (and the output does not return): Run frees their tensors then.
 	dead []*ir.Node
+	// shared, when not empty, describes a stage of functions and methods
+	// only (no module, no parameter): stages with the same description
+	// and input signature lower to the same graph and share one
+	// executable.
+	shared string
 }
 
-// stageKey identifies a stage's executable: the stage and its input
-// signature (the shapes of its tensor inputs, the values of its constant
-// ones).
+// stageKey identifies a stage's executable: the stage (or the description
+// of a stage that shares its executable) and its input signature (the
+// shapes of its tensor inputs, the values of its constant ones).
 type stageKey struct {
-	stage *stage
-	sig   string
+	stage  *stage
+	shared string
+	sig    string
 }
 
 // stageExec is the executable of one stage for one input signature, with
@@ -179,8 +186,70 @@ func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes
 		}
 		s.stages = append(s.stages, st)
 	}
+	for _, st := range s.stages {
+		if st.host == nil {
+			st.shared = s.describe(st)
+		}
+	}
 	s.planRelease()
 	return s, nil
+}
+
+// describe returns what a stage computes, independent of which nodes feed
+// it, when it holds only call_function and call_method nodes (their
+// lowering reads no parameters): each node's kind, target, arguments and
+// keyword arguments with every node replaced by its place (the stage's
+// k-th external input, or its own j-th node), and the recorded nodes. It
+// returns "" for a stage holding anything else.
+func (s *staged) describe(st *stage) string {
+	place := map[*ir.Node]string{}
+	for k, x := range st.external {
+		place[x] = fmt.Sprintf("in%d", k)
+	}
+	for j, n := range st.nodes {
+		if n.Op != ir.CallFunction && n.Op != ir.CallMethod {
+			return ""
+		}
+		place[n] = fmt.Sprintf("n%d", j)
+	}
+	var b strings.Builder
+	var leaf func(v any)
+	leaf = func(v any) {
+		switch x := v.(type) {
+		case *ir.Node:
+			b.WriteString(place[x])
+		case []any:
+			b.WriteByte('[')
+			for _, e := range x {
+				leaf(e)
+				b.WriteByte(',')
+			}
+			b.WriteByte(']')
+		default:
+			// The type tells 2 from 2.0; pointers (a slice's bounds) print
+			// as addresses, so such stages never share.
+			fmt.Fprintf(&b, "%T(%#v)", x, x)
+		}
+	}
+	for _, n := range st.nodes {
+		fmt.Fprintf(&b, "%s %s(", n.Op, n.Target)
+		for _, a := range n.Args() {
+			leaf(a)
+			b.WriteByte(',')
+		}
+		kw := n.Kwargs()
+		for _, k := range slices.Sorted(maps.Keys(kw)) {
+			fmt.Fprintf(&b, "%s=", k)
+			leaf(kw[k])
+			b.WriteByte(',')
+		}
+		b.WriteString(");")
+	}
+	b.WriteString("->")
+	for _, n := range s.recorded(st) {
+		b.WriteString(place[n] + ",")
+	}
+	return b.String()
 }
 
 // planRelease fills each stage's dead list: a value dies after the last
@@ -472,7 +541,10 @@ func fillOutputs(value any, outs []*tensors.Tensor) any {
 // are in vals, lowers the stage's nodes in order and returns the tensors
 // of the recorded nodes' values.
 func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stageExec, error) {
-	key := stageKey{st, sig}
+	key := stageKey{stage: st, sig: sig}
+	if st.shared != "" {
+		key = stageKey{shared: st.shared, sig: sig}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if se, ok := s.execs[key]; ok {
