@@ -12,7 +12,11 @@ import (
 // another device) counts until it is finalized or donated to an execution.
 // Every backend Open and Default return is counted, so a test can see
 // whether the runners, the trainer and the passes release what they own
-// (LiveBuffers). The count costs one atomic add per buffer.
+// (LiveBuffers). The count costs one atomic add per buffer. It also counts
+// the reads of its buffers' data to the host (HostReads), so a test can
+// check that a runner hands tensors from one executable to the next
+// without reading them; a tensor that lives in the Go backend's shared
+// host memory from the start (an uploaded input) is read without a count.
 //
 // The wrapped backend behaves as the one inside (Unwrap returns it): its
 // buffers and executables are wrapped only to keep the count.
@@ -34,6 +38,18 @@ func LiveBuffers(be compute.Backend) (int64, bool) {
 	return cb.live.Load(), true
 }
 
+// HostReads returns the number of times the data of a Counted backend's
+// buffers was read or copied to the host (Buffer.Data, Buffer.ToFlatData:
+// what reading a tensor's values costs on a device), and false for a
+// backend that does not count.
+func HostReads(be compute.Backend) (int64, bool) {
+	cb, ok := be.(*countedBackend)
+	if !ok {
+		return 0, false
+	}
+	return cb.reads.Load(), true
+}
+
 // Unwrap returns the backend inside a Counted one (be itself otherwise).
 func Unwrap(be compute.Backend) compute.Backend {
 	if cb, ok := be.(*countedBackend); ok {
@@ -44,7 +60,8 @@ func Unwrap(be compute.Backend) compute.Backend {
 
 type countedBackend struct {
 	compute.Backend
-	live atomic.Int64
+	live  atomic.Int64
+	reads atomic.Int64
 }
 
 func (b *countedBackend) wrap(buf compute.Buffer) compute.Buffer {
@@ -149,6 +166,18 @@ func (cb *countedBuffer) Backend() compute.Backend { return cb.owner }
 func (cb *countedBuffer) Finalize() error {
 	cb.release()
 	return cb.Buffer.Finalize()
+}
+
+// Data implements compute.Buffer: a host read.
+func (cb *countedBuffer) Data() (any, error) {
+	cb.owner.reads.Add(1)
+	return cb.Buffer.Data()
+}
+
+// ToFlatData implements compute.Buffer: a host read.
+func (cb *countedBuffer) ToFlatData(flat any) error {
+	cb.owner.reads.Add(1)
+	return cb.Buffer.ToFlatData(flat)
 }
 
 // CopyToDevice implements compute.Buffer.

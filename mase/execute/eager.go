@@ -24,15 +24,63 @@ var (
 )
 
 // Eager runs a MaseGraph node by node, the analog of PyTorch's eager mode:
-// every node is its own small GoMLX executable (compiled the first time
-// the node meets a set of input shapes, then cached), and every
-// intermediate tensor is materialised between nodes. Host nodes (see
-// ops.HostKernel) run as Go code. It gives the same outputs as Compiled;
-// Lab 4 times the two against each other.
+// every node that computes is its own small GoMLX executable (compiled
+// the first time the node meets a set of input shapes, then cached), and
+// every intermediate tensor is materialised between nodes. Host nodes (see
+// ops.HostKernel) run as Go code on those tensors. It gives the same
+// outputs as Compiled; Lab 4 times the two against each other.
 //
-// Nodes whose value is a Go constant (shape arithmetic: size(), getattr
-// shape) are evaluated once per input shapes and not executed.
+// What PyTorch's eager mode runs no kernel for costs no executable call:
+//
+//   - View-like nodes fold into the stage of the node they view: its
+//     executable also returns the view (or only the view, when nothing
+//     else reads the producer). They are the tensor methods view, reshape,
+//     permute, transpose, unsqueeze, flatten, contiguous and size, and the
+//     functions getitem (a tuple's element, or a tensor indexed by ints
+//     and slices: a view in PyTorch), flatten, unsqueeze and transpose
+//     (see ViewLike). A view-like node whose inputs are all placeholders
+//     or whose latest input comes from a host node stays its own stage, so
+//     host kernels always get plain tensors; views of views fold in turn.
+//     A reshape that PyTorch would have to copy (after a permute) folds
+//     too.
+//   - A stage whose executable would return its inputs unchanged (eval-mode
+//     dropout, to() or float() to the tensor's own dtype, contiguous(), a
+//     tuple's element) hands them on without running, unless the graph
+//     returns its value (Run's outputs are always fresh tensors).
+//   - Nodes whose value is a Go constant (shape arithmetic: size(),
+//     getitem on a size) are worked out once per input shapes and never
+//     executed.
+//
+// Stages made only of functions and methods (no module: nothing reads a
+// parameter) share one executable when they compute the same thing on the
+// same input signature (bert-tiny's residual adds, its two attentions).
+// Modules still compile one executable per node: their parameters are the
+// store's variables, bound into each executable.
+//
+// Nothing is read back to the host between nodes: tensors pass from one
+// executable to the next as they are, only host nodes read theirs. Stats
+// counts what a Run executed.
 type Eager struct{ *staged }
+
+// ViewLike reports whether Eager folds a node of kind op calling target
+// into the stage of its producer: a call_method or call_function whose
+// target is a view in PyTorch (no kernel of its own). The targets are
+// listed on Eager.
+func ViewLike(op ir.OpKind, target string) bool {
+	switch op {
+	case ir.CallMethod:
+		return viewMethods[target]
+	case ir.CallFunction:
+		return viewFunctions[target]
+	}
+	return false
+}
+
+var (
+	viewMethods = map[string]bool{"view": true, "reshape": true, "permute": true, "transpose": true,
+		"unsqueeze": true, "flatten": true, "contiguous": true, "size": true}
+	viewFunctions = map[string]bool{"getitem": true, "flatten": true, "unsqueeze": true, "transpose": true}
+)
 
 // NewEager prepares mg for eager execution with its model's parameters
 // on the default backend.
@@ -46,17 +94,40 @@ func NewEager(mg *ir.MaseGraph, mode Mode) (*Eager, error) {
 
 // NewEagerOn is NewEager on a given backend.
 func NewEagerOn(be compute.Backend, mg *ir.MaseGraph, mode Mode) (*Eager, error) {
-	s, err := newStaged(be, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
-		groups := make([][]*ir.Node, len(nodes))
-		for i, n := range nodes {
-			groups[i] = []*ir.Node{n}
-		}
-		return groups
-	})
+	s, err := newStaged(be, mg, mode, foldViews)
 	if err != nil {
 		return nil, err
 	}
 	return &Eager{s}, nil
+}
+
+// foldViews makes one stage per node, except that a view-like node joins
+// the stage of its latest input (the stage that produces the last of the
+// values it reads, so that all of them exist when that stage runs) when
+// that is a compiled stage.
+func foldViews(nodes []*ir.Node) [][]*ir.Node {
+	var groups [][]*ir.Node
+	groupOf := map[*ir.Node]int{}
+	var host []bool
+	for _, n := range nodes {
+		if ViewLike(n.Op, n.Target) {
+			g := -1
+			for _, x := range n.Inputs() {
+				if i, ok := groupOf[x]; ok && i > g {
+					g = i
+				}
+			}
+			if g >= 0 && !host[g] {
+				groups[g] = append(groups[g], n)
+				groupOf[n] = g
+				continue
+			}
+		}
+		groupOf[n] = len(groups)
+		groups = append(groups, []*ir.Node{n})
+		host = append(host, isHostNode(n))
+	}
+	return groups
 }
 
 // Segmented is compiled mode for a graph with graph breaks: every run of

@@ -2,6 +2,8 @@ package execute
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,8 +32,64 @@ type staged struct {
 	inputs []string
 	stages []*stage
 
+	// returned holds the nodes the output node returns: their tensors
+	// must be a stage's own outputs, never an input handed on.
+	returned map[*ir.Node]bool
+
 	mu    sync.Mutex
 	execs map[stageKey]*stageExec
+	last  RunStats // the counts of the most recent Run that completed
+}
+
+// RunStats counts what one Run of a staged runner (Eager, Segmented) did:
+// what the device time of a small graph is made of, since every
+// executable call costs a fixed dispatch on top of its kernels.
+type RunStats struct {
+	// Stages is the number of stages of the plan: host nodes and groups of
+	// nodes lowered together.
+	Stages int
+	// Executed counts the executable calls the Run made.
+	Executed int
+	// Constant counts the stages whose values are all Go constants (shape
+	// arithmetic): worked out once per input shapes, never executed.
+	Constant int
+	// Aliased counts the stages that hand on their input tensors unchanged
+	// (eval-mode dropout, to() to the tensor's own dtype, contiguous(), a
+	// tuple's element): not executed, as PyTorch launches no kernel for
+	// them.
+	Aliased int
+	// Host counts the host stages (ops.HostKernel) the Run ran as Go code.
+	Host int
+	// Executables is the number of executables compiled so far, over all
+	// runs (one per stage and input signature).
+	Executables int
+	// ExecutedNodes counts the executed stages by their first node, as
+	// "call_module Linear", "call_method view", "call_function add" (a
+	// stage that folds views into their producer is named after the
+	// producer).
+	ExecutedNodes map[string]int
+}
+
+// Stats returns the counts of the most recent Run that completed (zero
+// before the first).
+func (s *staged) Stats() RunStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.last
+	st.ExecutedNodes = maps.Clone(st.ExecutedNodes)
+	return st
+}
+
+// label names a stage after its first node: its op and target, with a
+// module's class instead of its path.
+func (s *staged) label(st *stage) string {
+	n := st.nodes[0]
+	if n.Op == ir.CallModule {
+		if mod, ok := s.m.Module(n.Target); ok {
+			return string(n.Op) + " " + mod.TypeName()
+		}
+	}
+	return string(n.Op) + " " + n.Target
 }
 
 // stage is one step of a staged run.
@@ -45,14 +103,20 @@ type stage struct {
 	// dead lists the nodes whose values nothing reads after this stage
 	// (and the output does not return): Run frees their tensors then.
 	dead []*ir.Node
+	// shared, when not empty, describes a stage of functions and methods
+	// only (no module, no parameter): stages with the same description
+	// and input signature lower to the same graph and share one
+	// executable.
+	shared string
 }
 
-// stageKey identifies a stage's executable: the stage and its input
-// signature (the shapes of its tensor inputs, the values of its constant
-// ones).
+// stageKey identifies a stage's executable: the stage (or the description
+// of a stage that shares its executable) and its input signature (the
+// shapes of its tensor inputs, the values of its constant ones).
 type stageKey struct {
-	stage *stage
-	sig   string
+	stage  *stage
+	shared string
+	sig    string
 }
 
 // stageExec is the executable of one stage for one input signature, with
@@ -64,6 +128,10 @@ type stageExec struct {
 	values   []any
 	nOutputs int
 	built    bool
+	// alias holds, when every output is one of the executable's tensor
+	// inputs returned unchanged, the input index of each output; nil
+	// otherwise.
+	alias []int
 }
 
 // outputIndex marks the place of the k-th flat output inside a value.
@@ -118,8 +186,70 @@ func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes
 		}
 		s.stages = append(s.stages, st)
 	}
+	for _, st := range s.stages {
+		if st.host == nil {
+			st.shared = s.describe(st)
+		}
+	}
 	s.planRelease()
 	return s, nil
+}
+
+// describe returns what a stage computes, independent of which nodes feed
+// it, when it holds only call_function and call_method nodes (their
+// lowering reads no parameters): each node's kind, target, arguments and
+// keyword arguments with every node replaced by its place (the stage's
+// k-th external input, or its own j-th node), and the recorded nodes. It
+// returns "" for a stage holding anything else.
+func (s *staged) describe(st *stage) string {
+	place := map[*ir.Node]string{}
+	for k, x := range st.external {
+		place[x] = fmt.Sprintf("in%d", k)
+	}
+	for j, n := range st.nodes {
+		if n.Op != ir.CallFunction && n.Op != ir.CallMethod {
+			return ""
+		}
+		place[n] = fmt.Sprintf("n%d", j)
+	}
+	var b strings.Builder
+	var leaf func(v any)
+	leaf = func(v any) {
+		switch x := v.(type) {
+		case *ir.Node:
+			b.WriteString(place[x])
+		case []any:
+			b.WriteByte('[')
+			for _, e := range x {
+				leaf(e)
+				b.WriteByte(',')
+			}
+			b.WriteByte(']')
+		default:
+			// The type tells 2 from 2.0; pointers (a slice's bounds) print
+			// as addresses, so such stages never share.
+			fmt.Fprintf(&b, "%T(%#v)", x, x)
+		}
+	}
+	for _, n := range st.nodes {
+		fmt.Fprintf(&b, "%s %s(", n.Op, n.Target)
+		for _, a := range n.Args() {
+			leaf(a)
+			b.WriteByte(',')
+		}
+		kw := n.Kwargs()
+		for _, k := range slices.Sorted(maps.Keys(kw)) {
+			fmt.Fprintf(&b, "%s=", k)
+			leaf(kw[k])
+			b.WriteByte(',')
+		}
+		b.WriteString(");")
+	}
+	b.WriteString("->")
+	for _, n := range s.recorded(st) {
+		b.WriteString(place[n] + ",")
+	}
+	return b.String()
 }
 
 // planRelease fills each stage's dead list: a value dies after the last
@@ -132,6 +262,7 @@ func (s *staged) planRelease() {
 			returned[x] = true
 		}
 	}
+	s.returned = returned
 	last := map[*ir.Node]int{}
 	for i, st := range s.stages {
 		for _, n := range s.recorded(st) {
@@ -195,8 +326,9 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	}
 	defer FreeUploads(args...)()
 	held := newHeldTensors(given)
+	stats := RunStats{Stages: len(s.stages), ExecutedNodes: map[string]int{}}
 	for _, st := range s.stages {
-		if err := s.runStage(st, vals); err != nil {
+		if err := s.runStage(st, vals, &stats); err != nil {
 			held.releaseAll()
 			return nil, err
 		}
@@ -208,13 +340,21 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 			delete(vals, n)
 		}
 	}
-	return flattenOutput(resolveArg(out.Args()[0], vals))
+	outs, err := flattenOutput(resolveArg(out.Args()[0], vals))
+	if err == nil {
+		s.mu.Lock()
+		stats.Executables = len(s.execs)
+		s.last = stats
+		s.mu.Unlock()
+	}
+	return outs, err
 }
 
 // runStage runs one stage and records the values of its liveOut nodes
 // (for a one-node stage, the node's value even when nothing reads it).
-func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
+func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) error {
 	if st.host != nil {
+		stats.Host++
 		n := st.nodes[0]
 		args := make([]any, 0, len(n.Args()))
 		for _, a := range n.Args() {
@@ -236,6 +376,17 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 	if err != nil {
 		return s.stageError(st, err)
 	}
+	if se.built && se.alias != nil && s.canAlias(st, se, len(ins)) {
+		stats.Aliased++
+		outs := make([]*tensors.Tensor, len(se.alias))
+		for k, i := range se.alias {
+			outs[k] = ins[i]
+		}
+		for i, n := range s.recorded(st) {
+			vals[n] = fillOutputs(se.values[i], outs)
+		}
+		return nil
+	}
 	if !se.built || se.nOutputs > 0 {
 		args := make([]any, len(ins))
 		for i, t := range ins {
@@ -246,6 +397,8 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 			defer Finalize(dummy)
 			args = []any{dummy}
 		}
+		stats.Executed++
+		stats.ExecutedNodes[s.label(st)]++
 		outs, err := se.exec.Call(args...)
 		if err != nil {
 			return s.stageError(st, err)
@@ -264,10 +417,30 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any) error {
 		}
 		return nil
 	}
+	stats.Constant++
 	for i, n := range s.recorded(st) {
 		vals[n] = se.values[i] // constants: nothing to execute
 	}
 	return nil
+}
+
+// canAlias reports whether a stage whose executable returns its inputs
+// unchanged may hand them on without running: none of its values is
+// returned by the graph (the caller owns what Run returns, so those must
+// be fresh tensors) and every aliased input is a real tensor input (not
+// the placeholder argument of a stage without tensor inputs).
+func (s *staged) canAlias(st *stage, se *stageExec, nIns int) bool {
+	for _, n := range s.recorded(st) {
+		if s.returned[n] {
+			return false
+		}
+	}
+	for _, i := range se.alias {
+		if i >= nIns {
+			return false
+		}
+	}
+	return true
 }
 
 // recorded lists the nodes whose values a stage hands on: its liveOut
@@ -368,7 +541,10 @@ func fillOutputs(value any, outs []*tensors.Tensor) any {
 // are in vals, lowers the stage's nodes in order and returns the tensors
 // of the recorded nodes' values.
 func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stageExec, error) {
-	key := stageKey{st, sig}
+	key := stageKey{stage: st, sig: sig}
+	if st.shared != "" {
+		key = stageKey{shared: st.shared, sig: sig}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if se, ok := s.execs[key]; ok {
@@ -424,7 +600,21 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stag
 			})
 		}
 		se.nOutputs, se.built = len(outs), true
+		paramIndex := map[*graph.Node]int{}
+		for i, p := range params {
+			paramIndex[p] = i
+		}
+		se.alias = make([]int, len(outs))
+		for k, o := range outs {
+			i, ok := paramIndex[o]
+			if !ok {
+				se.alias = nil
+				break
+			}
+			se.alias[k] = i
+		}
 		if len(outs) == 0 {
+			se.alias = nil
 			// Only constants: the graph still needs an output; the values
 			// are taken from the build, never from the execution.
 			outs = append(outs, graph.Scalar(g, dtypes.Float32, 0))
