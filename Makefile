@@ -79,7 +79,7 @@ ptx:
 	sh kernels/cuda/gen_ptx.sh
 
 ## gpu-bundle: bin/gpu-bundle/ for a GPU machine (kernel/gpu/measure.sh runs it there): bin/mase and the
-##             training and execution test binaries with the XLA backend (cgo), xz-compressed, the data the
+##             training, backend and CUDA-kernel test binaries with the XLA backend (cgo), xz-compressed, the data the
 ##             commands read, and ../shared/bench/gpu_peer.py when present. Needs a C compiler and xz.
 GPU_BUNDLE ?= bin/gpu-bundle
 DATA_DIR ?= $(CURDIR)/../shared/data
@@ -87,9 +87,9 @@ gpu-bundle:
 	rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/data
 	CGO_ENABLED=1 $(GO) build -ldflags "-s -w" -o $(GPU_BUNDLE)/mase ./cmd/mase
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/train.test ./mase/train
-	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/execute.test ./mase/execute
+	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/backend.test ./mase/backend
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/cuda.test ./kernels/cuda
-	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/execute.test $(GPU_BUNDLE)/cuda.test
+	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/backend.test $(GPU_BUNDLE)/cuda.test
 	cp -r $(DATA_DIR)/bert-base-uncased $(DATA_DIR)/sst2 $(DATA_DIR)/imdb $(GPU_BUNDLE)/data/
 	cp kernel/gpu/measure.sh $(GPU_BUNDLE)/
 	-cp ../shared/bench/gpu_peer.py $(GPU_BUNDLE)/

@@ -61,6 +61,9 @@ run mxint8_64mi 300 ./mase bench mxint8 --backend xla:cuda --values 67108864 --l
 # sizes 8–512, bandwidth at 64 Mi values) and flash attention (TestDeviceSDPA against the float64
 # reference, BenchmarkDeviceSDPA's ms per call at [32, 8, 128, 64]).
 run cuda_mxint8 300 ./cuda.test -test.v -test.run Device -test.bench Device -test.benchtime 50x
+# The same kernels called from XLA graphs (custom calls): MXINT8 bit-exact through the packed-embedding
+# lookup, flash attention against float64, packed bert-tiny with and without the kernel.
+run cuda_graphs 300 ./backend.test -test.v -test.run CUDAKernels
 # Training step, b8×128: the graph trainer (the XLA default) and the fused host trainer.
 sampled train_graph 300 env GOMLX_BACKEND=xla:cuda,notf32 GOMASE_TRAINER=graph ./train.test -test.run NONE -test.bench 'BertTinyTrain$' -test.benchtime 500x
 sampled train_fused 300 env GOMLX_BACKEND=xla:cuda,notf32 GOMASE_TRAINER=fused ./train.test -test.run NONE -test.bench 'BertTinyTrain$' -test.benchtime 50x
