@@ -108,22 +108,32 @@ CUresult gomase_cuda_launch_mxint8(gomase_cuda *d, CUfunction f, CUstream stream
 	return d->cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
 }
 
-// gomase_cuda_time_mxint8 times reps launches with device events and
-// returns the milliseconds they took in *ms.
-CUresult gomase_cuda_time_mxint8(gomase_cuda *d, CUfunction f, CUdeviceptr m, CUdeviceptr e, CUdeviceptr out,
-                                 long long n, int gs, int reps, float *ms) {
+// time_launches times reps launches of f (grid gx × gy, block threads,
+// smem bytes of dynamic shared memory) with device events and returns the
+// milliseconds they took in *ms.
+static CUresult time_launches(gomase_cuda *d, CUfunction f, unsigned gx, unsigned gy, unsigned block, unsigned smem,
+                              void **params, int reps, float *ms) {
 	CUevent start, stop;
 	CUresult r = d->cuEventCreate(&start, 0);
 	if (r) return r;
 	if ((r = d->cuEventCreate(&stop, 0))) { d->cuEventDestroy(start); return r; }
 	r = d->cuEventRecord(start, NULL);
-	for (int i = 0; !r && i < reps; i++) r = gomase_cuda_launch_mxint8(d, f, NULL, m, e, out, n, gs);
+	for (int i = 0; !r && i < reps; i++) r = d->cuLaunchKernel(f, gx, gy, 1, block, 1, 1, smem, NULL, params, NULL);
 	if (!r) r = d->cuEventRecord(stop, NULL);
 	if (!r) r = d->cuEventSynchronize(stop);
 	if (!r) r = d->cuEventElapsedTime(ms, start, stop);
 	d->cuEventDestroy(start);
 	d->cuEventDestroy(stop);
 	return r;
+}
+
+// gomase_cuda_time_mxint8 times reps launches of gomase_mxint8_dequantize.
+CUresult gomase_cuda_time_mxint8(gomase_cuda *d, CUfunction f, CUdeviceptr m, CUdeviceptr e, CUdeviceptr out,
+                                 long long n, int gs, int reps, float *ms) {
+	unsigned grid, block;
+	gomase_mxint8_grid(n, &grid, &block);
+	void *params[5] = {&m, &e, &out, &n, &gs};
+	return time_launches(d, f, grid, 1, block, 0, params, reps, ms);
 }
 
 // gomase_cuda_set_shared lets f take bytes of dynamic shared memory
@@ -140,32 +150,30 @@ void gomase_sdpa_set_buffers(gomase_sdpa_args *a, CUdeviceptr q, CUdeviceptr k, 
 	a->out = (void *)out;
 }
 
-// gomase_cuda_launch_sdpa launches gomase_sdpa_f32 or _f16 (f) on stream:
-// grid (ceil(seq_q / 64), batch·heads), 256 threads, the shared memory of
-// the head_dim. The arguments are copied at launch.
-CUresult gomase_cuda_launch_sdpa(gomase_cuda *d, CUfunction f, CUstream stream, const gomase_sdpa_args *a) {
-	unsigned qblocks = (unsigned)((a->seq_q + GOMASE_SDPA_ROWS - 1) / GOMASE_SDPA_ROWS);
-	unsigned smem = (unsigned)(sizeof(float) * gomase_sdpa_smem_floats(a->head_dim));
-	void *params[1] = {(void *)a};
-	return d->cuLaunchKernel(f, qblocks, (unsigned)(a->batch * a->heads), 1, GOMASE_SDPA_THREADS, 1, 1, smem, stream,
-	                         params, NULL);
+// sdpa_grid is the launch of gomase_sdpa_f32/_f16 for a: grid
+// (ceil(seq_q / 64), batch·heads) of 256 threads, with the shared memory
+// of the head_dim.
+static void sdpa_grid(const gomase_sdpa_args *a, unsigned *gx, unsigned *gy, unsigned *smem) {
+	*gx = (unsigned)((a->seq_q + GOMASE_SDPA_ROWS - 1) / GOMASE_SDPA_ROWS);
+	*gy = (unsigned)(a->batch * a->heads);
+	*smem = (unsigned)(sizeof(float) * gomase_sdpa_smem_floats(a->head_dim));
 }
 
-// gomase_cuda_time_sdpa times reps launches with device events, like
-// gomase_cuda_time_mxint8.
+// gomase_cuda_launch_sdpa launches gomase_sdpa_f32 or _f16 (f) on stream.
+// The arguments are copied at launch.
+CUresult gomase_cuda_launch_sdpa(gomase_cuda *d, CUfunction f, CUstream stream, const gomase_sdpa_args *a) {
+	unsigned gx, gy, smem;
+	sdpa_grid(a, &gx, &gy, &smem);
+	void *params[1] = {(void *)a};
+	return d->cuLaunchKernel(f, gx, gy, 1, GOMASE_SDPA_THREADS, 1, 1, smem, stream, params, NULL);
+}
+
+// gomase_cuda_time_sdpa times reps launches of gomase_sdpa_f32 or _f16.
 CUresult gomase_cuda_time_sdpa(gomase_cuda *d, CUfunction f, const gomase_sdpa_args *a, int reps, float *ms) {
-	CUevent start, stop;
-	CUresult r = d->cuEventCreate(&start, 0);
-	if (r) return r;
-	if ((r = d->cuEventCreate(&stop, 0))) { d->cuEventDestroy(start); return r; }
-	r = d->cuEventRecord(start, NULL);
-	for (int i = 0; !r && i < reps; i++) r = gomase_cuda_launch_sdpa(d, f, NULL, a);
-	if (!r) r = d->cuEventRecord(stop, NULL);
-	if (!r) r = d->cuEventSynchronize(stop);
-	if (!r) r = d->cuEventElapsedTime(ms, start, stop);
-	d->cuEventDestroy(start);
-	d->cuEventDestroy(stop);
-	return r;
+	unsigned gx, gy, smem;
+	sdpa_grid(a, &gx, &gy, &smem);
+	void *params[1] = {(void *)a};
+	return time_launches(d, f, gx, gy, GOMASE_SDPA_THREADS, smem, params, reps, ms);
 }
 
 // ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/kernels/cuda"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
@@ -87,23 +88,7 @@ func packedBertTiny(t *testing.T) *mase.MaseGraph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, nm := range m.Modules() { // biases start at zero: give them values
-		if _, ok := nm.Module.(*nn.Linear); !ok {
-			continue
-		}
-		name := nn.Join(nm.Path, "bias")
-		vals, shape, err := m.ParamValues(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range vals {
-			vals[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		if err := m.Store.GetVariable(nn.StorePath(name)).SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	modeltest.RandomLinearBiases(t, m, rand.New(rand.NewPCG(5, 6)))
 	mg, err := mase.NewMaseGraph(m, []string{"input_ids"})
 	if err != nil {
 		t.Fatal(err)

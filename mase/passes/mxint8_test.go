@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
@@ -32,23 +33,7 @@ func bertTiny(t *testing.T) *mase.MaseGraph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, nm := range m.Modules() {
-		if _, ok := nm.Module.(*nn.Linear); !ok {
-			continue
-		}
-		name := nn.Join(nm.Path, "bias")
-		vals, shape, err := m.ParamValues(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range vals {
-			vals[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		if err := m.Store.GetVariable(nn.StorePath(name)).SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	modeltest.RandomLinearBiases(t, m, rand.New(rand.NewPCG(5, 6)))
 	mg, err := mase.NewMaseGraph(m, nil)
 	if err != nil {
 		t.Fatal(err)
