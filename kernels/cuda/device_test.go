@@ -53,14 +53,7 @@ func device(tb testing.TB) *Context {
 func deviceBuffers(tb testing.TB, c *Context, p *mxint8.Packed) (mant, exp, out *Buffer) {
 	tb.Helper()
 	var err error
-	alloc := func(n int) *Buffer {
-		b, err := c.Alloc(n)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { b.Free() })
-		return b
-	}
+	alloc := func(n int) *Buffer { return deviceAlloc(tb, c, n) }
 	mant, exp, out = alloc(p.Len()), alloc(p.NumGroups()), alloc(2*p.Len())
 	if err = mant.CopyIn(unsafe.Slice((*byte)(unsafe.Pointer(&p.Mantissas()[0])), p.Len())); err != nil {
 		tb.Fatal(err)
@@ -128,14 +121,7 @@ func BenchmarkDeviceMXInt8(b *testing.B) {
 // and the device buffers q, k, v, mask (nil without one), out.
 func (tc sdpaCase) sdpaOnDevice(tb testing.TB, c *Context, mods map[dtypes.DType]*Module) ([]float64, [5]*Buffer) {
 	tb.Helper()
-	alloc := func(n int) *Buffer {
-		b, err := c.Alloc(n)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { b.Free() })
-		return b
-	}
+	alloc := func(n int) *Buffer { return deviceAlloc(tb, c, n) }
 	half := tc.c.DType == dtypes.Float16
 	put := func(x []float64) *Buffer {
 		var raw []byte
@@ -211,23 +197,10 @@ func loadSDPA(tb testing.TB, c *Context) map[dtypes.DType]*Module {
 func TestDeviceSDPA(t *testing.T) {
 	c := device(t)
 	mods := loadSDPA(t, c)
-	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
-		tol := sdpaTol32
-		if dt == dtypes.Float16 {
-			tol = sdpaTol16
-		}
-		worstAll := 0.0
-		for _, tc := range sdpaCases(dt) {
-			want := tc.reference(t)
-			got, _ := tc.sdpaOnDevice(t, c, mods)
-			worst, at := maxAbsError(got, want)
-			worstAll = max(worstAll, worst)
-			if worst > tol {
-				t.Errorf("%s %s %+v: max abs error %.3g at %d (got %v, want %v), tolerance %g", dt, tc.name, tc.c, worst, at, got[at], want[at], tol)
-			}
-		}
-		t.Logf("%s on the device: max abs error %.3g", dt, worstAll)
-	}
+	checkSDPACases(t, "on the device", func(tc sdpaCase) []float64 {
+		got, _ := tc.sdpaOnDevice(t, c, mods)
+		return got
+	})
 }
 
 // BenchmarkDeviceSDPA times the SDPA kernel on the GPU with device events
@@ -258,4 +231,15 @@ func BenchmarkDeviceSDPA(b *testing.B) {
 			})
 		}
 	}
+}
+
+// deviceAlloc allocates n bytes on the device, freed when the test ends.
+func deviceAlloc(tb testing.TB, c *Context, n int) *Buffer {
+	tb.Helper()
+	b, err := c.Alloc(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Free() })
+	return b
 }

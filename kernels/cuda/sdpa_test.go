@@ -232,23 +232,7 @@ func TestHostSDPA(t *testing.T) {
 	if !HostBuild {
 		t.Skip("built without cgo: the kernel's host build needs a C compiler")
 	}
-	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
-		tol := sdpaTol32
-		if dt == dtypes.Float16 {
-			tol = sdpaTol16
-		}
-		worstAll := 0.0
-		for _, tc := range sdpaCases(dt) {
-			want := tc.reference(t)
-			got := tc.runOnHost(t)
-			worst, at := maxAbsError(got, want)
-			worstAll = max(worstAll, worst)
-			if worst > tol {
-				t.Errorf("%s %s %+v: max abs error %.3g at %d (got %v, want %v), tolerance %g", dt, tc.name, tc.c, worst, at, got[at], want[at], tol)
-			}
-		}
-		t.Logf("%s: max abs error %.3g over %d cases", dt, worstAll, len(sdpaCases(dt)))
-	}
+	checkSDPACases(t, "on the host", func(tc sdpaCase) []float64 { return tc.runOnHost(t) })
 }
 
 // TestHostSDPAMaskedRows checks the rows the reference defines specially:
@@ -363,4 +347,28 @@ func ExampleSDPACall() {
 	call, _ := SDPACall(SDPAConfig{Batch: 32, Heads: 8, SeqQ: 128, SeqK: 128, HeadDim: 64, DType: dtypes.Float16, MaskDims: []int{32, 1, 1, 128}})
 	fmt.Println(call.Config)
 	// Output: b=32 h=8 sq=128 sk=128 d=64 dtype=f16 scale=0x3e000000 mask=128,0,0,1
+}
+
+// checkSDPACases runs every case of both dtypes with run and checks it
+// against sdpa.Reference: within 1e-5 (float32) and 2e-3 (float16).
+func checkSDPACases(t *testing.T, where string, run func(tc sdpaCase) []float64) {
+	t.Helper()
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float16} {
+		tol := sdpaTol32
+		if dt == dtypes.Float16 {
+			tol = sdpaTol16
+		}
+		worstAll := 0.0
+		cases := sdpaCases(dt)
+		for _, tc := range cases {
+			want := tc.reference(t)
+			got := run(tc)
+			worst, at := maxAbsError(got, want)
+			worstAll = max(worstAll, worst)
+			if worst > tol {
+				t.Errorf("%s %s %+v: max abs error %.3g at %d (got %v, want %v), tolerance %g", dt, tc.name, tc.c, worst, at, got[at], want[at], tol)
+			}
+		}
+		t.Logf("%s %s: max abs error %.3g over %d cases", dt, where, worstAll, len(cases))
+	}
 }
