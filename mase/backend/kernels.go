@@ -132,12 +132,58 @@ func (kb *kernelBuilder) Main() compute.Function {
 	return kb.main
 }
 
+// NewFunction implements compute.Builder: a function with the kernels.
+func (kb *kernelBuilder) NewFunction(name string) (compute.Function, error) {
+	fn, err := kb.Builder.NewFunction(name)
+	if err != nil {
+		return nil, err
+	}
+	return &kernelFunction{Function: fn, owner: kb.owner}, nil
+}
+
 // kernelFunction answers the fused ops gomase's kernels implement and
-// delegates the rest (closures and other functions get the plain ops, so
-// there the fused ops fall back to the GoMLX graph).
+// delegates the rest. Its closures have the kernels too (a loop's body
+// calls them); the ops that take functions get the backend's own.
 type kernelFunction struct {
 	compute.Function
 	owner *kernelBackend
+}
+
+// inner returns the backend's function inside fn.
+func inner(fn compute.Function) compute.Function {
+	if kf, ok := fn.(*kernelFunction); ok {
+		return kf.Function
+	}
+	return fn
+}
+
+// Closure implements compute.Function: a closure with the kernels.
+func (f *kernelFunction) Closure() (compute.Function, error) {
+	fn, err := f.Function.Closure()
+	if err != nil {
+		return nil, err
+	}
+	return &kernelFunction{Function: fn, owner: f.owner}, nil
+}
+
+// Call implements compute.Function.
+func (f *kernelFunction) Call(fn compute.Function, inputs ...compute.Value) ([]compute.Value, error) {
+	return f.Function.Call(inner(fn), inputs...)
+}
+
+// Sort implements compute.Function.
+func (f *kernelFunction) Sort(comparator compute.Function, axis int, isStable bool, inputs ...compute.Value) ([]compute.Value, error) {
+	return f.Function.Sort(inner(comparator), axis, isStable, inputs...)
+}
+
+// While implements compute.Function.
+func (f *kernelFunction) While(cond, body compute.Function, initialState ...compute.Value) ([]compute.Value, error) {
+	return f.Function.While(inner(cond), inner(body), initialState...)
+}
+
+// If implements compute.Function.
+func (f *kernelFunction) If(pred compute.Value, trueBranch, falseBranch compute.Function) ([]compute.Value, error) {
+	return f.Function.If(pred, inner(trueBranch), inner(falseBranch))
 }
 
 func notImplemented(format string, args ...any) error {
@@ -270,22 +316,22 @@ func (f *kernelFunction) QuantizedEmbeddingLookup(data, indices compute.Value, q
 // causal flag, bias or sequence lengths), the backend's op otherwise.
 func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, layout compute.AttentionAxesLayout,
 	opts *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
-	inner := func() (compute.Value, []compute.Value, error) {
+	backendOp := func() (compute.Value, []compute.Value, error) {
 		return f.Function.FusedScaledDotProductAttention(q, k, v, layout, opts)
 	}
 	if !f.owner.set.SDPA {
-		return inner()
+		return backendOp()
 	}
 	call, operands, err := f.sdpaCall(q, k, v, layout, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	if call == nil {
-		return inner()
+		return backendOp()
 	}
 	if call.Operands[0].DType != dtypes.Float32 && len(operands) == 3 {
 		// cuDNN takes half precision without a mask: prefer it.
-		if out, states, err := inner(); err == nil {
+		if out, states, err := backendOp(); err == nil {
 			return out, states, nil
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/kernels/cuda"
 	"github.com/gomase/gomase/kernels/sdpa"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/perf"
 )
 
 // attentionWithOps answers the attention kernel's custom call with the
@@ -161,5 +162,31 @@ func TestFusedAttentionCallsKernel(t *testing.T) {
 		for _, x := range in {
 			x.FinalizeAll()
 		}
+	}
+}
+
+// TestFusedAttentionKernelInLoop: the attention kernel is called inside a
+// loop's body too (perf.SDPAGraph times FusedGraph inside a While). The
+// emitter here returns q: the Go backend cannot broadcast inside a While
+// body (the loop's numbers are the GPU's to check).
+func TestFusedAttentionKernelInLoop(t *testing.T) {
+	goBE, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goBE.Finalize()
+	var calls []string
+	kb := backend.WithKernels(goBE, backend.KernelSet{SDPA: true}, func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
+		calls = append(calls, call.Config)
+		return operands[:1], nil
+	})
+	r, err := perf.SDPAGraph(kb, [4]int{2, 2, 16, 8}, dtypes.Float32, true, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once for the check, once in each loop's body (built once, run 3
+	// times): the fused graph's loop.
+	if !r.Fused || len(calls) != 2 {
+		t.Errorf("fused %v, calls %q", r.Fused, calls)
 	}
 }
