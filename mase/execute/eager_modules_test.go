@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/backend"
@@ -243,5 +244,64 @@ func TestEagerBatchNormTrainNotShared(t *testing.T) {
 		}
 		closeValues(t, "outputs", outs[1], outs[0], 0)
 		closeValues(t, "running statistics", [][]float32{stats[1]}, [][]float32{stats[0]}, 0)
+	}
+}
+
+// counter is a leaf that counts its calls in a buffer in any mode (no
+// module of nn does in eval mode): its shared build fails, and the stage
+// falls back to its own executable, the buffer the store's.
+type counter struct{}
+
+func (*counter) TypeName() string       { return "Counter" }
+func (*counter) ExtraRepr() string      { return "" }
+func (*counter) Children() []nn.Named   { return nil }
+func (*counter) Params() []nn.ParamSpec { return nil }
+func (*counter) BufferSpecs() []nn.ParamSpec {
+	return []nn.ParamSpec{{Name: "n", Shape: []int{1}, Init: nn.Zeros}}
+}
+
+func (*counter) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
+	n, err := c.Buffer("n")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetBuffer("n", graph.OnePlus(n)); err != nil {
+		return nil, err
+	}
+	return graph.Add(args[0].(*graph.Node), n), nil
+}
+
+func TestEagerSharedBuildFallsBack(t *testing.T) {
+	be, err := backend.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nn.NewModel(&nn.Container{Type: "Net", Kids: []nn.Named{
+		{Name: "c1", Module: &counter{}}, {Name: "c2", Module: &counter{}},
+	}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEagerOn(be, &ir.MaseGraph{Model: m, Graph: chainGraph(t, "c1", "c2")}, Mode{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	in := map[string]*tensors.Tensor{"x": tensors.FromFlatDataAndDimensions([]float32{1, 2}, 2)}
+	got := runAll(t, e, in) // second run: the counters read 1
+	closeValues(t, "counters", got, [][]float32{{2, 3}, {3, 4}}, 0)
+	for _, b := range []string{"c1.n", "c2.n"} {
+		v, _ := m.Buffer(b)
+		if n := tensors.MustCopyFlatData[float32](v.MustValue()); n[0] != 2 {
+			t.Errorf("%s = %v after 2 runs, want 2", b, n)
+		}
+	}
+	for _, st := range e.stages {
+		if st.nodes[0].Op == ir.CallModule && st.modShared != "" {
+			t.Errorf("%s still shares", st.nodes[0].Target)
+		}
+	}
+	if n := e.Stats().Executables; n != 3 {
+		t.Errorf("%d executables, want 3 (c1, relu, c2)", n)
 	}
 }

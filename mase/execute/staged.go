@@ -398,15 +398,15 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 	}
 	ins, sig := tensorArgs(st.external, vals)
 	nIns := len(ins)
-	refs := s.planModules(st)
-	if refs != nil {
-		ps, psig, err := s.paramTensors(refs)
+	plan := s.planModules(st)
+	if len(plan.params) > 0 {
+		ps, psig, err := s.paramTensors(plan.params)
 		if err != nil {
 			return s.stageError(st, err)
 		}
 		ins, sig = append(ins, ps...), sig+"|"+psig
 	}
-	se, err := s.executable(st, sig, vals, nIns, len(ins)-nIns)
+	se, err := s.executable(st, sig, vals, nIns, plan)
 	if err != nil {
 		return s.stageError(st, err)
 	}
@@ -434,13 +434,13 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 		stats.Executed++
 		stats.ExecutedNodes[s.label(st)]++
 		outs, err := se.exec.Call(args...)
-		if err != nil && refs != nil && !se.built {
+		if err != nil && plan.shared != "" && !se.built {
 			// A shared build failed (a module reading something it was
 			// not given, updating a buffer): the stage gets its own
 			// executable, its parameters the store's variables.
 			stats.Executed--
 			stats.ExecutedNodes[s.label(st)]--
-			s.unshare(st, sig)
+			s.unshare(st, plan, sig)
 			return s.runStage(st, vals, stats)
 		}
 		if err != nil {
@@ -578,29 +578,29 @@ func fillOutputs(value any, outs []*tensors.Tensor) any {
 	})
 }
 
-// key returns the cache key of stage st's executable for signature sig.
-// The caller holds s.mu.
-func (s *staged) key(st *stage, sig string) stageKey {
+// key returns the cache key of the executable of stage st with module
+// plan p for signature sig.
+func (s *staged) key(st *stage, p modulePlan, sig string) stageKey {
 	switch {
 	case st.shared != "":
 		return stageKey{shared: st.shared, sig: sig}
-	case st.modShared != "":
-		return stageKey{shared: st.modShared, sig: sig}
+	case p.shared != "":
+		return stageKey{shared: p.shared, sig: sig}
 	}
 	return stageKey{stage: st, sig: sig}
 }
 
 // executable returns the executable of stage st for input signature sig,
 // creating it on first use. Its graph function binds one graph parameter
-// per input tensor (nIns of them, in tensorArgs order), then one per
-// module parameter of st.params (nParams of them: the modules read them
-// through nn.Call.Params), keeps the constant inputs as they are in vals,
+// per input tensor (nIns of them, in tensorArgs order), then, for a stage
+// whose modules share (p.shared), one per module parameter of p.params
+// (the modules read them through nn.Call.Params), keeps the constant inputs as they are in vals,
 // lowers the stage's nodes in order and returns the tensors of the
 // recorded nodes' values.
-func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any, nIns, nParams int) (*stageExec, error) {
+func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any, nIns int, p modulePlan) (*stageExec, error) {
+	key := s.key(st, p, sig)
+	refs, moduleShared, nParams := p.params, p.shared != "", len(p.params)
 	s.mu.Lock()
-	key := s.key(st, sig)
-	refs, moduleShared := st.params[:nParams], st.modShared != "" && key.shared == st.modShared
 	defer s.mu.Unlock()
 	if se, ok := s.execs[key]; ok {
 		return se, nil
@@ -635,7 +635,7 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any, nIns, 
 		given := map[*ir.Node]map[string]*graph.Node{}
 		if moduleShared {
 			// Every module of a shared stage reads only what it is given
-			// (none: it has no parameters).
+			// (nothing: a module without parameters).
 			for _, n := range st.nodes {
 				if n.Op == ir.CallModule {
 					given[n] = map[string]*graph.Node{}
@@ -709,15 +709,15 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any, nIns, 
 // parametrization and no forward pre-hook, and, in train mode, no
 // buffer (BatchNorm2d updates its running statistics in the store);
 // every module of the stage must.
-func (s *staged) planModules(st *stage) []paramRef {
+func (s *staged) planModules(st *stage) modulePlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.planned {
-		return st.params
+		return modulePlan{st.modShared, st.params}
 	}
 	st.planned = true
 	if !s.shareModules || st.host != nil || st.shared != "" {
-		return nil
+		return modulePlan{}
 	}
 	mods := map[*ir.Node]string{}
 	var refs []paramRef
@@ -727,18 +727,26 @@ func (s *staged) planModules(st *stage) []paramRef {
 		}
 		desc, nodeRefs, ok := s.describeModule(n)
 		if !ok {
-			return nil
+			return modulePlan{}
 		}
 		mods[n] = desc
 		refs = append(refs, nodeRefs...)
 	}
 	if len(mods) == 0 {
-		return nil
+		return modulePlan{}
 	}
 	if d := s.describe(st, mods); d != "" {
 		st.modShared, st.params = d, refs
 	}
-	return st.params
+	return modulePlan{st.modShared, st.params}
+}
+
+// modulePlan is what planModules decided for a stage: shared describes a
+// stage with modules that shares its executable ("" for one that does
+// not), params the module parameters and buffers it passes as inputs.
+type modulePlan struct {
+	shared string
+	params []paramRef
 }
 
 // describeModule returns the description of call_module node n (its
@@ -802,13 +810,13 @@ func (s *staged) paramTensors(refs []paramRef) ([]*tensors.Tensor, string, error
 	return ts, b.String(), nil
 }
 
-// unshare gives up sharing for stage st, whose shared executable for
-// signature sig failed to build: it drops that executable and makes the
-// stage read its modules' parameters from the store from now on.
-func (s *staged) unshare(st *stage, sig string) {
+// unshare gives up sharing for stage st, whose shared executable (plan p)
+// for signature sig failed to build: it drops that executable and makes
+// the stage read its modules' parameters from the store from now on.
+func (s *staged) unshare(st *stage, p modulePlan, sig string) {
+	key := s.key(st, p, sig)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := s.key(st, sig)
 	if se, ok := s.execs[key]; ok && !se.built {
 		se.exec.Finalize()
 		delete(s.execs, key)
