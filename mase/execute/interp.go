@@ -45,7 +45,7 @@ func Build(g *graph.Graph, scope *model.Scope, mg *ir.MaseGraph, inputs map[stri
 	}()
 	vals = Values{}
 	for _, n := range mg.Graph.Nodes() {
-		v, err := lowerNode(g, scope, mg.Model, n, vals, inputs, mode)
+		v, err := lowerNode(g, scope, mg.Model, n, vals, inputs, mode, nil)
 		if err != nil {
 			return nil, fmt.Errorf("node %s (%s %s): %w", n.Name, n.Op, n.Target, err)
 		}
@@ -54,7 +54,10 @@ func Build(g *graph.Graph, scope *model.Scope, mg *ir.MaseGraph, inputs map[stri
 	return vals, nil
 }
 
-func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals Values, inputs map[string]*graph.Node, mode Mode) (any, error) {
+// lowerNode lowers one node. params, when not nil, holds a call_module
+// node's parameters and buffers by name (nn.Call.Params), read from the
+// store otherwise.
+func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals Values, inputs map[string]*graph.Node, mode Mode, params map[string]*graph.Node) (any, error) {
 	resolve := func(v any) any { return resolveArg(v, vals) }
 	args := make([]any, 0, len(n.Args()))
 	for _, a := range n.Args() {
@@ -90,7 +93,9 @@ func lowerNode(g *graph.Graph, scope *model.Scope, m *nn.Model, n *ir.Node, vals
 		}
 		// Forward runs the module's forward pre-hooks first; c.Param
 		// applies its parameters' parametrizations (nn/parametrize.go).
-		return newCall(g, scopeAt(scope, n.Target), n.Target, m, mode).Forward(leaf, args, kwargs)
+		c := newCall(g, scopeAt(scope, n.Target), n.Target, m, mode)
+		c.Params = params
+		return c.Forward(leaf, args, kwargs)
 	case ir.CallFunction, ir.CallMethod:
 		op, ok := ops.Lookup(n.Op, n.Target)
 		if !ok {

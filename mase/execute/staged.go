@@ -31,6 +31,9 @@ type staged struct {
 	be     compute.Backend
 	inputs []string
 	stages []*stage
+	// shareModules lets stages with modules share executables (Eager):
+	// see planModules.
+	shareModules bool
 
 	// returned holds the nodes the output node returns: their tensors
 	// must be a stage's own outputs, never an input handed on.
@@ -108,6 +111,23 @@ type stage struct {
 	// and input signature lower to the same graph and share one
 	// executable.
 	shared string
+	// planned is set once planModules has looked at the stage (on its
+	// first run, under staged.mu). modShared then describes a stage with
+	// modules that shares its executable with the stages of the same
+	// description and input signature, params listing the module
+	// parameters and buffers it passes as the executable's inputs after
+	// its tensor inputs; modShared is "" for a stage that does not share.
+	planned   bool
+	modShared string
+	params    []paramRef
+}
+
+// paramRef is a parameter or buffer of a module of a stage: the module's
+// node, the name within the module ("weight") and the store variable.
+type paramRef struct {
+	node *ir.Node
+	name string
+	path string // the variable's path in the store
 }
 
 // stageKey identifies a stage's executable: the stage (or the description
@@ -188,7 +208,7 @@ func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes
 	}
 	for _, st := range s.stages {
 		if st.host == nil {
-			st.shared = s.describe(st)
+			st.shared = s.describe(st, nil)
 		}
 	}
 	s.planRelease()
@@ -197,17 +217,18 @@ func newStaged(be compute.Backend, mg *ir.MaseGraph, mode Mode, split func(nodes
 
 // describe returns what a stage computes, independent of which nodes feed
 // it, when it holds only call_function and call_method nodes (their
-// lowering reads no parameters): each node's kind, target, arguments and
-// keyword arguments with every node replaced by its place (the stage's
-// k-th external input, or its own j-th node), and the recorded nodes. It
-// returns "" for a stage holding anything else.
-func (s *staged) describe(st *stage) string {
+// lowering reads no parameters) and the call_module nodes that mods
+// describes: each node's kind, target (for a module, its description in
+// mods), arguments and keyword arguments with every node replaced by its
+// place (the stage's k-th external input, or its own j-th node), and the
+// recorded nodes. It returns "" for a stage holding anything else.
+func (s *staged) describe(st *stage, mods map[*ir.Node]string) string {
 	place := map[*ir.Node]string{}
 	for k, x := range st.external {
 		place[x] = fmt.Sprintf("in%d", k)
 	}
 	for j, n := range st.nodes {
-		if n.Op != ir.CallFunction && n.Op != ir.CallMethod {
+		if _, ok := mods[n]; !(ok && n.Op == ir.CallModule) && n.Op != ir.CallFunction && n.Op != ir.CallMethod {
 			return ""
 		}
 		place[n] = fmt.Sprintf("n%d", j)
@@ -232,7 +253,11 @@ func (s *staged) describe(st *stage) string {
 		}
 	}
 	for _, n := range st.nodes {
-		fmt.Fprintf(&b, "%s %s(", n.Op, n.Target)
+		target := n.Target
+		if n.Op == ir.CallModule {
+			target = mods[n]
+		}
+		fmt.Fprintf(&b, "%s %s(", n.Op, target)
 		for _, a := range n.Args() {
 			leaf(a)
 			b.WriteByte(',')
@@ -372,11 +397,20 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 		return nil
 	}
 	ins, sig := tensorArgs(st.external, vals)
-	se, err := s.executable(st, sig, vals)
+	nIns := len(ins)
+	plan := s.planModules(st)
+	if len(plan.params) > 0 {
+		ps, psig, err := s.paramTensors(plan.params)
+		if err != nil {
+			return s.stageError(st, err)
+		}
+		ins, sig = append(ins, ps...), sig+"|"+psig
+	}
+	se, err := s.executable(st, sig, vals, nIns, plan)
 	if err != nil {
 		return s.stageError(st, err)
 	}
-	if se.built && se.alias != nil && s.canAlias(st, se, len(ins)) {
+	if se.built && se.alias != nil && s.canAlias(st, se, nIns) {
 		stats.Aliased++
 		outs := make([]*tensors.Tensor, len(se.alias))
 		for k, i := range se.alias {
@@ -400,6 +434,15 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 		stats.Executed++
 		stats.ExecutedNodes[s.label(st)]++
 		outs, err := se.exec.Call(args...)
+		if err != nil && plan.shared != "" && !se.built {
+			// A shared build failed (a module reading something it was
+			// not given, updating a buffer): the stage gets its own
+			// executable, its parameters the store's variables.
+			stats.Executed--
+			stats.ExecutedNodes[s.label(st)]--
+			s.unshare(st, plan, sig)
+			return s.runStage(st, vals, stats)
+		}
 		if err != nil {
 			return s.stageError(st, err)
 		}
@@ -535,16 +578,28 @@ func fillOutputs(value any, outs []*tensors.Tensor) any {
 	})
 }
 
+// key returns the cache key of the executable of stage st with module
+// plan p for signature sig.
+func (s *staged) key(st *stage, p modulePlan, sig string) stageKey {
+	switch {
+	case st.shared != "":
+		return stageKey{shared: st.shared, sig: sig}
+	case p.shared != "":
+		return stageKey{shared: p.shared, sig: sig}
+	}
+	return stageKey{stage: st, sig: sig}
+}
+
 // executable returns the executable of stage st for input signature sig,
 // creating it on first use. Its graph function binds one graph parameter
-// per input tensor (in tensorArgs order), keeps the constant inputs as they
-// are in vals, lowers the stage's nodes in order and returns the tensors
-// of the recorded nodes' values.
-func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stageExec, error) {
-	key := stageKey{stage: st, sig: sig}
-	if st.shared != "" {
-		key = stageKey{shared: st.shared, sig: sig}
-	}
+// per input tensor (nIns of them, in tensorArgs order), then, for a stage
+// whose modules share (p.shared), one per module parameter of p.params
+// (the modules read them through nn.Call.Params), keeps the constant inputs as they are in vals,
+// lowers the stage's nodes in order and returns the tensors of the
+// recorded nodes' values.
+func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any, nIns int, p modulePlan) (*stageExec, error) {
+	key := s.key(st, p, sig)
+	refs, moduleShared, nParams := p.params, p.shared != "", len(p.params)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if se, ok := s.execs[key]; ok {
@@ -577,8 +632,24 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stag
 		for _, x := range st.external {
 			gvals[x] = mapLeaves(inputVals[x], toGraph)
 		}
+		given := map[*ir.Node]map[string]*graph.Node{}
+		if moduleShared {
+			// Every module of a shared stage reads only what it is given
+			// (nothing: a module without parameters).
+			for _, n := range st.nodes {
+				if n.Op == ir.CallModule {
+					given[n] = map[string]*graph.Node{}
+				}
+			}
+		}
+		for i, r := range refs {
+			if given[r.node] == nil {
+				given[r.node] = map[string]*graph.Node{}
+			}
+			given[r.node][r.name] = params[nIns+i]
+		}
 		for _, n := range st.nodes {
-			v, err := lowerNode(g, scope, s.m, n, gvals, nil, s.mode)
+			v, err := lowerNode(g, scope, s.m, n, gvals, nil, s.mode, given[n])
 			if err != nil {
 				if len(st.nodes) > 1 {
 					err = fmt.Errorf("node %s (%s %s): %w", n.Name, n.Op, n.Target, err)
@@ -601,8 +672,8 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stag
 		}
 		se.nOutputs, se.built = len(outs), true
 		paramIndex := map[*graph.Node]int{}
-		for i, p := range params {
-			paramIndex[p] = i
+		for i, p := range params[:len(params)-nParams] {
+			paramIndex[p] = i // a module parameter is no tensor to hand on
 		}
 		se.alias = make([]int, len(outs))
 		for k, o := range outs {
@@ -628,4 +699,127 @@ func (s *staged) executable(st *stage, sig string, vals map[*ir.Node]any) (*stag
 	se.exec = exec
 	s.execs[key] = se
 	return se, nil
+}
+
+// planModules decides, on a stage's first run, whether a stage with
+// modules shares its executable (see Eager), and returns the module
+// parameters and buffers it then passes as inputs (nil: none; the stage
+// reads its modules' parameters from the store as variables). A module
+// shares when it is a leaf that nn.ForwardSignature describes, has no
+// parametrization and no forward pre-hook, and, in train mode, no
+// buffer (BatchNorm2d updates its running statistics in the store);
+// every module of the stage must.
+func (s *staged) planModules(st *stage) modulePlan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.planned {
+		return modulePlan{st.modShared, st.params}
+	}
+	st.planned = true
+	if !s.shareModules || st.host != nil || st.shared != "" {
+		return modulePlan{}
+	}
+	mods := map[*ir.Node]string{}
+	var refs []paramRef
+	for _, n := range st.nodes {
+		if n.Op != ir.CallModule {
+			continue
+		}
+		desc, nodeRefs, ok := s.describeModule(n)
+		if !ok {
+			return modulePlan{}
+		}
+		mods[n] = desc
+		refs = append(refs, nodeRefs...)
+	}
+	if len(mods) == 0 {
+		return modulePlan{}
+	}
+	if d := s.describe(st, mods); d != "" {
+		st.modShared, st.params = d, refs
+	}
+	return modulePlan{st.modShared, st.params}
+}
+
+// modulePlan is what planModules decided for a stage: shared describes a
+// stage with modules that shares its executable ("" for one that does
+// not), params the module parameters and buffers it passes as inputs.
+type modulePlan struct {
+	shared string
+	params []paramRef
+}
+
+// describeModule returns the description of call_module node n (its
+// configuration and the names of its parameters and buffers) and those
+// parameters and buffers, sorted by name; ok is false when the module
+// must not share (see planModules).
+func (s *staged) describeModule(n *ir.Node) (desc string, refs []paramRef, ok bool) {
+	mod, found := s.m.Module(n.Target)
+	if !found || n.Target == "" {
+		return "", nil, false
+	}
+	if _, leaf := mod.(nn.Leaf); !leaf {
+		return "", nil, false
+	}
+	sig, ok := nn.ForwardSignature(mod)
+	if !ok || s.m.IsParametrized(n.Target, "") || len(s.m.ForwardPreHooks(n.Target)) > 0 {
+		return "", nil, false
+	}
+	// The module's variables are those under its store path: its
+	// parameters ("weight", LoRA's "linear.weight") and buffers (declared,
+	// registered, packed).
+	prefix := nn.StorePath(n.Target) + "/"
+	for v := range s.m.Store.IterVariables() {
+		rest, under := strings.CutPrefix(v.Path(), prefix)
+		if !under {
+			continue
+		}
+		name := strings.ReplaceAll(rest, "/", ".")
+		if _, isBuffer := s.m.Buffer(nn.Join(n.Target, name)); isBuffer && s.mode.Training {
+			return "", nil, false
+		}
+		refs = append(refs, paramRef{node: n, name: name, path: v.Path()})
+	}
+	slices.SortFunc(refs, func(a, b paramRef) int { return strings.Compare(a.name, b.name) })
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.name
+	}
+	return sig + " params(" + strings.Join(names, ",") + ")", refs, true
+}
+
+// paramTensors returns the store's current values of the parameters refs
+// (the store's own tensors, passed to the executable as they are: the
+// runner neither frees nor copies them) and the signature of their shapes.
+func (s *staged) paramTensors(refs []paramRef) ([]*tensors.Tensor, string, error) {
+	ts := make([]*tensors.Tensor, len(refs))
+	var b strings.Builder
+	for i, r := range refs {
+		v := s.m.Store.GetVariable(r.path)
+		if v == nil {
+			return nil, "", fmt.Errorf("module %s: parameter %s is no longer in the model store", r.node.Target, r.name)
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, "", fmt.Errorf("module %s, parameter %s: %w", r.node.Target, r.name, err)
+		}
+		ts[i] = t
+		b.WriteString(t.Shape().String())
+		b.WriteByte(';')
+	}
+	return ts, b.String(), nil
+}
+
+// unshare gives up sharing for stage st, whose shared executable (plan p)
+// for signature sig failed to build: it drops that executable and makes
+// the stage read its modules' parameters from the store from now on.
+func (s *staged) unshare(st *stage, p modulePlan, sig string) {
+	key := s.key(st, p, sig)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.execs[key]; ok && !se.built {
+		se.exec.Finalize()
+		delete(s.execs, key)
+	}
+	st.modShared, st.params = "", nil
 }

@@ -110,6 +110,9 @@ func (m *Model) setDeclaredBufferLocked(name string, value *tensors.Tensor) erro
 // or registered: "running_mean"), as the graph currently holds it (the
 // value SetBuffer last gave it in this graph, else the stored one).
 func (c *Call) Buffer(name string) (*graph.Node, error) {
+	if c.Params != nil {
+		return c.given(name, "buffer")
+	}
 	v := c.Scope.Store().GetVariable(StorePath(Join(c.Path, name)))
 	if v == nil {
 		return nil, fmt.Errorf("module %s has no buffer %q in the model store", c.Path, name)
@@ -120,8 +123,12 @@ func (c *Call) Buffer(name string) (*graph.Node, error) {
 // SetBuffer gives buffer name of the module a new value computed in the
 // graph (BatchNorm2d's running statistics in train mode). The executors
 // (model.Exec) write it to the store after each run; value must have the
-// buffer's shape and dtype.
+// buffer's shape and dtype. A call whose parameters are given (Params)
+// cannot update buffers: the graph may serve other modules.
 func (c *Call) SetBuffer(name string, value *graph.Node) error {
+	if c.Params != nil {
+		return fmt.Errorf("module %s: cannot update buffer %q: the call's parameters are given (Call.Params), not the store's", c.Path, name)
+	}
 	v := c.Scope.Store().GetVariable(StorePath(Join(c.Path, name)))
 	if v == nil {
 		return fmt.Errorf("module %s has no buffer %q in the model store", c.Path, name)

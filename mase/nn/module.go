@@ -78,6 +78,15 @@ type Call struct {
 	// the module's forward pre-hooks (see parametrize.go); when nil, both
 	// are skipped.
 	Model *Model
+	// Params, when non-nil, holds the module's parameters and buffers as
+	// graph nodes, by their name within the module ("weight",
+	// "linear.weight", "running_mean", "weight_mantissas"): RawParam and
+	// Buffer return them instead of the store's variables and fail on a
+	// name it lacks, and SetBuffer, parametrizations and forward pre-hooks
+	// are refused. Eager mode sets it to run modules of one configuration
+	// with one executable, their parameters passed as its inputs. When
+	// nil (the default), parameters and buffers are the store's variables.
+	Params map[string]*graph.Node
 }
 
 // WeightAndBias returns the effective "weight" parameter (Param) and,
@@ -105,7 +114,11 @@ func (c *Call) Param(name string) (*graph.Node, error) {
 	if c.Model == nil {
 		return w, nil
 	}
-	for i, p := range c.Model.Parametrizations(c.Path, name) {
+	ps := c.Model.Parametrizations(c.Path, name)
+	if len(ps) > 0 && c.Params != nil {
+		return nil, fmt.Errorf("module %s: parameter %s has parametrizations, which cannot apply to a parameter given in Call.Params", c.Path, name)
+	}
+	for i, p := range ps {
 		if w, err = p.Apply(c, name, w); err != nil {
 			return nil, fmt.Errorf("module %s: parametrization %d (%s) of %s: %w", c.Path, i, p.Kind(), name, err)
 		}
@@ -116,11 +129,23 @@ func (c *Call) Param(name string) (*graph.Node, error) {
 // RawParam returns the node of the module's parameter name as stored,
 // without its parametrizations (torch's parametrizations.<name>.original).
 func (c *Call) RawParam(name string) (*graph.Node, error) {
+	if c.Params != nil {
+		return c.given(name, "parameter")
+	}
 	v := c.Scope.Store().GetVariable(StorePath(Join(c.Path, name)))
 	if v == nil {
 		return nil, fmt.Errorf("module %s has no parameter %q in the model store", c.Path, name)
 	}
 	return v.NodeValue(c.Graph), nil
+}
+
+// given returns the node Params holds for name (a parameter or buffer of
+// the module).
+func (c *Call) given(name, what string) (*graph.Node, error) {
+	if n, ok := c.Params[name]; ok && n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("module %s: no %s %q among the parameters given to the call", c.Path, what, name)
 }
 
 // Constant inits.

@@ -90,7 +90,11 @@ type paramKey struct{ module, param string }
 // c.Path (when c.Model is set), in registration order, then leaf.Forward.
 func (c *Call) Forward(leaf Leaf, args []any, kwargs map[string]any) (any, error) {
 	if c.Model != nil {
-		for i, h := range c.Model.ForwardPreHooks(c.Path) {
+		hooks := c.Model.ForwardPreHooks(c.Path)
+		if len(hooks) > 0 && c.Params != nil {
+			return nil, fmt.Errorf("module %s: forward pre-hooks cannot run on a call whose parameters are given (Call.Params)", c.Path)
+		}
+		for i, h := range hooks {
 			var err error
 			if args, kwargs, err = h.Apply(c, args, kwargs); err != nil {
 				return nil, fmt.Errorf("module %s: forward pre-hook %d (%s): %w", c.Path, i, h.Kind(), err)
