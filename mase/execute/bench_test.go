@@ -60,14 +60,7 @@ func BenchmarkTraceBertTiny(b *testing.B) {
 // 4's setting (8 sequences of 128 token ids, traced with input_ids only),
 // after a first run that compiles every node's executable.
 func BenchmarkEagerBertTiny(b *testing.B) {
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(b, "input_ids")
 	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		b.Fatal(err)
@@ -97,14 +90,7 @@ func BenchmarkEagerBertTiny(b *testing.B) {
 // and its first forward at Lab 4's setting: the compilation of its
 // executables, what Lab 4's eager first call costs.
 func BenchmarkEagerBertTinyFirstRun(b *testing.B) {
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(b, "input_ids")
 	ids := make([]int32, 8*128)
 	for i := range ids {
 		ids[i] = int32(1000 + i%20000)

@@ -9,9 +9,7 @@ import (
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
-	"github.com/gomase/gomase/mase/trace"
 )
 
 // chainGraph builds x → mods[0] → relu → mods[1] → relu → … and returns
@@ -159,14 +157,7 @@ func TestEagerModulesShareTrainMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := TracedBertTiny(t, "input_ids")
 	ids := make([]int32, 2*16)
 	for i := range ids {
 		ids[i] = int32(1000 + i*37)

@@ -6,9 +6,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
-	"github.com/gomase/gomase/mase/trace"
 )
 
 // TestEagerPackedModulesShare runs bert-tiny with its Linear layers and
@@ -20,14 +18,7 @@ func TestEagerPackedModulesShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids", "attention_mask"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(t, "input_ids", "attention_mask")
 	mg := &ir.MaseGraph{Model: m, Graph: g}
 	if mg, _, err = passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Embeddings: true}); err != nil {
 		t.Fatal(err)

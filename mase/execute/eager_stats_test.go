@@ -6,8 +6,6 @@ import (
 
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/models"
-	"github.com/gomase/gomase/mase/trace"
 )
 
 // TestEagerStats checks the counts of an eager bert-tiny forward (Lab 4's
@@ -15,14 +13,7 @@ import (
 // or on the host, the first run executes the constant stages once to
 // build them, and the executed stages add up.
 func TestEagerStats(t *testing.T) {
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(t, "input_ids")
 	e, err := execute.NewEager(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)

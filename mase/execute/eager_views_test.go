@@ -11,7 +11,6 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
-	"github.com/gomase/gomase/mase/trace"
 )
 
 // viewsGraph builds, on the MLP's fc1 (Linear 4→8), a graph that puts
@@ -164,14 +163,7 @@ func TestEagerNoHostReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids", "attention_mask"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(t, "input_ids", "attention_mask")
 	e, err := execute.NewEagerOn(be, &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
 	if err != nil {
 		t.Fatal(err)

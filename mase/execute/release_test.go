@@ -78,14 +78,7 @@ func TestRunnersReleaseBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.NewBertTiny(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := trace.Trace(m, []string{"input_ids", "attention_mask"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := execute.TracedBertTiny(t, "input_ids", "attention_mask")
 	in := bertTinyInputs(2, 16)
 	for _, tc := range []struct {
 		name string
