@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -24,7 +25,10 @@ import (
 // dequantizeWithOps is an emitter that answers the MXINT8 custom call with
 // the backend's own ops (m·2^(E−133), rounded to bfloat16) and records the
 // calls: the kernel-calling graphs run on the Go backend, without a GPU.
-func dequantizeWithOps(calls *[]cuda.Call) backend.EmitFunc {
+func dequantizeWithOps(calls *[]cuda.Call) backend.EmitFunc { return dequantizeWithOffset(calls, 133) }
+
+// dequantizeWithOffset is dequantizeWithOps with m·2^(E−offset).
+func dequantizeWithOffset(calls *[]cuda.Call, offset float32) backend.EmitFunc {
 	return func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
 		*calls = append(*calls, call)
 		n, gs, err := cuda.ParseMXInt8Config(call.Config)
@@ -51,7 +55,7 @@ func dequantizeWithOps(calls *[]cuda.Call) backend.EmitFunc {
 			}
 			return fn.BroadcastInDim(c, shapes.Make(dtypes.Float32, groups), nil)
 		}
-		bias, err := constant(133)
+		bias, err := constant(offset)
 		if err != nil {
 			return nil, err
 		}
@@ -182,5 +186,50 @@ func TestPackedModelCallsKernels(t *testing.T) {
 	}
 	if s := backend.Kernels(off).String(); s != "CUDA kernels: none (no driver)" {
 		t.Errorf("Kernels(...).String() = %q", s)
+	}
+}
+
+// byTarget answers each call with the emitter of its target.
+func byTarget(emitters map[string]backend.EmitFunc) backend.EmitFunc {
+	return func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
+		return emitters[call.Target](fn, call, operands...)
+	}
+}
+
+// TestProbeKernels runs the kernels' probes through emitters on the Go
+// backend: right answers keep both kernels, a wrong MXINT8 exponent offset
+// or a refused attention call switches that kernel off and says why.
+func TestProbeKernels(t *testing.T) {
+	goBE, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goBE.Finalize()
+	probes, err := cuda.Probes()
+	if err != nil {
+		t.Skip(err)
+	}
+	var calls []cuda.Call
+	var sdpaCalls []cuda.SDPAConfig
+	both := backend.KernelSet{MXInt8: true, SDPA: true}
+	good := byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOps(&calls), cuda.SDPATarget: attentionWithOps(&sdpaCalls)})
+	if got := backend.ProbeKernels(goBE, both, good, probes); got != both {
+		t.Errorf("right answers: %+v", got)
+	}
+	if len(calls) != 1 || len(sdpaCalls) != 2 {
+		t.Errorf("probes made %d MXINT8 and %d attention calls, want 1 and 2", len(calls), len(sdpaCalls))
+	}
+	refused := func(compute.Function, cuda.Call, ...compute.Value) ([]compute.Value, error) {
+		return nil, errors.New("custom call target not found")
+	}
+	bad := byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOffset(&calls, 132), cuda.SDPATarget: refused})
+	got := backend.ProbeKernels(goBE, both, bad, probes)
+	if got.MXInt8 || got.SDPA || !strings.Contains(got.Reason, "MXINT8 dequantisation failed its check on this device, so it is off: value") ||
+		!strings.Contains(got.Reason, "flash attention (Float32) failed its check on this device, so it is off: custom call target not found") {
+		t.Errorf("wrong answers: %+v", got)
+	}
+	onlyAttention := backend.ProbeKernels(goBE, both, byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOffset(&calls, 134), cuda.SDPATarget: good}), probes)
+	if onlyAttention.MXInt8 || !onlyAttention.SDPA || !strings.HasPrefix(onlyAttention.String(), "CUDA kernels: flash attention (MXINT8 dequantisation failed") {
+		t.Errorf("one wrong: %+v, %q", onlyAttention, onlyAttention.String())
 	}
 }

@@ -40,17 +40,21 @@ func emitXLA(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]
 }
 
 // withCUDAKernels registers gomase's CUDA kernels with the CUDA PJRT plugin
-// at pluginPath, which be (an XLA backend) loaded, and wraps be so that
-// its graphs call them. When they cannot be registered (no driver, no GPU
-// extension in the plugin, GOMASE_CUDA_KERNELS=off) the graphs run the
-// GoMLX ops, and Kernels(be) says why.
+// at pluginPath, which be (an XLA backend) loaded, runs each kernel once on
+// a probe (cuda.Probes) and wraps be so that its graphs call the kernels
+// that passed. When they cannot be registered (no driver, no GPU extension
+// in the plugin, GOMASE_CUDA_KERNELS=off) or a probe fails, the graphs run
+// the GoMLX ops instead, and Kernels(be) says why.
 func withCUDAKernels(be compute.Backend, pluginPath string) compute.Backend {
 	if os.Getenv(KernelsEnv) == "off" {
 		return withKernels(be, KernelSet{Reason: KernelsEnv + "=off"}, emitXLA)
 	}
-	set := KernelSet{MXInt8: true, SDPA: true}
 	if err := cuda.RegisterWithPJRT(pluginPath); err != nil {
-		set = KernelSet{Reason: err.Error()}
+		return withKernels(be, KernelSet{Reason: err.Error()}, emitXLA)
 	}
-	return withKernels(be, set, emitXLA)
+	probes, err := cuda.Probes()
+	if err != nil {
+		return withKernels(be, KernelSet{Reason: err.Error()}, emitXLA)
+	}
+	return withKernels(be, probeKernels(be, KernelSet{MXInt8: true, SDPA: true}, emitXLA, probes), emitXLA)
 }
