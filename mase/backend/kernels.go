@@ -35,8 +35,7 @@ const QuantMXInt8 compute.QuantizationScheme = 0x4d58 // "MX"
 const KernelsEnv = "GOMASE_CUDA_KERNELS"
 
 // KernelSet says which of gomase's CUDA kernels a backend's graphs call
-// as XLA custom calls; Reason says why there are none, for a backend that
-// might have had them.
+// as XLA custom calls, and why any it might have had is not in use.
 type KernelSet struct {
 	// MXInt8: QLinearPacked and QEmbeddingPacked dequantise with the
 	// MXINT8 kernel.
@@ -399,81 +398,4 @@ func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.Attentio
 		return nil, nil, nil // a size or dtype the kernel does not take
 	}
 	return &call, operands, nil
-}
-
-// probeKernels runs each probe of a kernel in set once on be (the backend
-// the kernels were registered with), through emit, and returns set without
-// the kernels whose probe failed, saying why in Reason.
-func probeKernels(be compute.Backend, set KernelSet, emit emitFunc, probes []cuda.Probe) KernelSet {
-	var failed []string
-	for _, p := range probes {
-		on := &set.MXInt8
-		if p.Call.Target == cuda.SDPATarget {
-			on = &set.SDPA
-		}
-		if !*on {
-			continue
-		}
-		if err := runProbe(be, emit, p); err != nil {
-			*on = false
-			failed = append(failed, fmt.Sprintf("%s failed its check on this device, so it is off: %v", p.Kernel, err))
-		}
-	}
-	if len(failed) > 0 {
-		set.Reason = strings.Join(failed, "; ")
-	}
-	return set
-}
-
-// runProbe builds a computation of p's one call on be, runs it on p's
-// inputs and checks the result.
-func runProbe(be compute.Backend, emit emitFunc, p cuda.Probe) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panicked: %v", r)
-		}
-	}()
-	b := be.Builder("gomase_kernel_probe")
-	if b == nil {
-		return fmt.Errorf("the backend gave no builder")
-	}
-	fn := b.Main()
-	params := make([]compute.Value, len(p.Call.Operands))
-	for i, s := range p.Call.Operands {
-		if params[i], err = fn.Parameter(fmt.Sprintf("x%d", i), s, nil); err != nil {
-			return err
-		}
-	}
-	outs, err := emit(fn, p.Call, params...)
-	if err != nil {
-		return err
-	}
-	if err := fn.Return(outs, nil); err != nil {
-		return err
-	}
-	exe, err := b.Compile()
-	if err != nil {
-		return err
-	}
-	defer exe.Finalize()
-	ins := make([]compute.Buffer, len(params))
-	for i, s := range p.Call.Operands {
-		if ins[i], err = be.BufferFromFlatData(0, p.Inputs[i], s); err != nil {
-			return err
-		}
-		defer ins[i].Finalize()
-	}
-	res, err := exe.Execute(ins, nil, 0)
-	if err != nil {
-		return err
-	}
-	for _, r := range res {
-		defer r.Finalize()
-	}
-	result := p.Call.Results[0]
-	flat := dtypes.MakeAnySlice(result.DType, result.Size())
-	if err := res[0].ToFlatData(flat); err != nil {
-		return err
-	}
-	return p.Check(flat)
 }
