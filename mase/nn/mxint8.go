@@ -136,9 +136,13 @@ func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, err
 		return nil, fmt.Errorf("QLinearPacked %s: input %s (allowed: a float tensor whose last axis is %d)", c.Path, x.Shape(), l.InFeatures)
 	}
 	n, gs := l.InFeatures*l.OutFeatures, l.GroupSize
-	w, err := dequantParam(c, "weight", n, gs)
+	m, e, err := unpackParam(c, "weight", n, gs)
 	if err != nil {
 		return nil, err
+	}
+	w, err := mxint8.DequantizeGraph(m, e, gs)
+	if err != nil {
+		return nil, fmt.Errorf("module %s, weight: %w", c.Path, err)
 	}
 	w = graph.Reshape(graph.ConvertDType(w, x.DType()), l.OutFeatures, l.InFeatures)
 	var b *graph.Node
@@ -153,12 +157,7 @@ func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, err
 	}
 	// The backend's MXINT8 kernel dequantises the weight inside the matmul's
 	// graph; the GoMLX form stays as the fallback and for gradients.
-	mw, ew, err := packedBuffers(c, "weight", n, gs)
-	if err != nil {
-		return nil, err
-	}
-	m := graph.Reshape(mxint8.UnwordsGraph(mw, dtypes.Int8, n), l.OutFeatures, l.InFeatures)
-	e := mxint8.UnwordsGraph(ew, dtypes.Uint8, mxint8.NumGroups(n, gs))
+	m = graph.Reshape(m, l.OutFeatures, l.InFeatures)
 	q := &graph.Quantization{Scheme: backend.QuantMXInt8, Scale: e, BlockAxis: 1, BlockSize: gs}
 	y, _ := graph.InternalFusedOpCaller(
 		func() *graph.Node { return graph.BackendFusedQuantizedDense(x, m, b, q, compute.ActivationNone) },
@@ -326,15 +325,23 @@ func packedBuffers(c *Call, param string, n, gs int) (mw, ew *graph.Node, err er
 	return mw, ew, nil
 }
 
+// unpackParam returns the int8 mantissas [n] and uint8 exponents of
+// packed parameter param (n values in groups of gs).
+func unpackParam(c *Call, param string, n, gs int) (m, e *graph.Node, err error) {
+	mw, ew, err := packedBuffers(c, param, n, gs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mxint8.UnwordsGraph(mw, dtypes.Int8, n), mxint8.UnwordsGraph(ew, dtypes.Uint8, mxint8.NumGroups(n, gs)), nil
+}
+
 // dequantParam returns packed parameter param (n values) dequantised to
 // bfloat16 [n].
 func dequantParam(c *Call, param string, n, gs int) (*graph.Node, error) {
-	mw, ew, err := packedBuffers(c, param, n, gs)
+	m, e, err := unpackParam(c, param, n, gs)
 	if err != nil {
 		return nil, err
 	}
-	m := mxint8.UnwordsGraph(mw, dtypes.Int8, n)
-	e := mxint8.UnwordsGraph(ew, dtypes.Uint8, mxint8.NumGroups(n, gs))
 	y, err := mxint8.DequantizeGraph(m, e, gs)
 	if err != nil {
 		return nil, fmt.Errorf("module %s, %s: %w", c.Path, param, err)
