@@ -192,22 +192,27 @@ func notImplemented(format string, args ...any) error {
 	return errors.Wrapf(compute.ErrNotImplemented, format, args...)
 }
 
-// shape returns the shape of a value of this function's graph.
-func (f *kernelFunction) shape(v compute.Value) (shapes.Shape, error) {
-	return f.Function.Builder().OpShape(v)
+// shapes returns the shapes of values of this function's graph.
+func (f *kernelFunction) shapes(vs ...compute.Value) ([]shapes.Shape, error) {
+	out := make([]shapes.Shape, len(vs))
+	for i, v := range vs {
+		s, err := f.Function.Builder().OpShape(v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // dequantize emits the MXINT8 kernel on int8 mantissas m (any shape) and
 // their uint8 exponents e, giving bfloat16 values of m's shape.
 func (f *kernelFunction) dequantize(m, e compute.Value, groupSize int) (compute.Value, error) {
-	ms, err := f.shape(m)
+	ss, err := f.shapes(m, e)
 	if err != nil {
 		return nil, err
 	}
-	es, err := f.shape(e)
-	if err != nil {
-		return nil, err
-	}
+	ms, es := ss[0], ss[1]
 	n := ms.Size()
 	call, err := cuda.MXInt8Call(n, groupSize)
 	if err != nil {
@@ -238,14 +243,11 @@ func (f *kernelFunction) FusedQuantizedDense(x, weights, bias compute.Value, q *
 	if act != compute.ActivationNone {
 		return nil, notImplemented("MXINT8 dense with activation %s", act)
 	}
-	xs, err := f.shape(x)
+	ss, err := f.shapes(x, weights)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := f.shape(weights)
-	if err != nil {
-		return nil, err
-	}
+	xs, ws := ss[0], ss[1]
 	if ws.Rank() != 2 || xs.Rank() < 1 || xs.Dimensions[xs.Rank()-1] != ws.Dimensions[1] {
 		return nil, fmt.Errorf("MXINT8 dense: x %s and weights %s (allowed: weights [N, K] and x [..., K])", xs, ws)
 	}
@@ -263,11 +265,11 @@ func (f *kernelFunction) FusedQuantizedDense(x, weights, bias compute.Value, q *
 	if err != nil || bias == nil {
 		return y, err
 	}
-	ys, err := f.shape(y)
+	ys, err := f.shapes(y)
 	if err != nil {
 		return nil, err
 	}
-	b, err := f.Function.BroadcastInDim(bias, ys, []int{last})
+	b, err := f.Function.BroadcastInDim(bias, ys[0], []int{last})
 	if err != nil {
 		return nil, err
 	}
@@ -280,14 +282,11 @@ func (f *kernelFunction) QuantizedEmbeddingLookup(data, indices compute.Value, q
 	if q == nil || q.Scheme != QuantMXInt8 {
 		return f.Function.QuantizedEmbeddingLookup(data, indices, q)
 	}
-	ds, err := f.shape(data)
+	ss, err := f.shapes(data, indices)
 	if err != nil {
 		return nil, err
 	}
-	is, err := f.shape(indices)
-	if err != nil {
-		return nil, err
-	}
+	ds, is := ss[0], ss[1]
 	gs := q.BlockSize
 	if ds.Rank() != 2 || gs < 1 || ds.Dimensions[1]%gs != 0 || is.Rank() < 1 || is.Dimensions[is.Rank()-1] != 1 {
 		return nil, fmt.Errorf("MXINT8 embedding: table %s, indices %s, groups of %d (allowed: a [V, D] table whose rows own whole groups, indices [..., 1])", ds, is, gs)
@@ -358,17 +357,11 @@ func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.Attentio
 	if o.Causal || o.Bias != nil || o.QuerySeqLen != nil || o.KeyValueSeqLen != nil {
 		return nil, nil, nil
 	}
-	var qs, ks, vs shapes.Shape
-	for _, x := range []struct {
-		v compute.Value
-		s *shapes.Shape
-	}{{q, &qs}, {k, &ks}, {v, &vs}} {
-		s, err := f.shape(x.v)
-		if err != nil {
-			return nil, nil, err
-		}
-		*x.s = s
+	ss, err := f.shapes(q, k, v)
+	if err != nil {
+		return nil, nil, err
 	}
+	qs, ks, vs := ss[0], ss[1], ss[2]
 	if qs.Rank() != 4 || !ks.Equal(vs) || ks.Rank() != 4 || ks.DType != qs.DType ||
 		ks.Dimensions[0] != qs.Dimensions[0] || ks.Dimensions[1] != qs.Dimensions[1] || ks.Dimensions[3] != qs.Dimensions[3] {
 		return nil, nil, nil
@@ -377,10 +370,11 @@ func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.Attentio
 		HeadDim: qs.Dimensions[3], DType: qs.DType, Scale: float32(o.Scale)}
 	operands := []compute.Value{q, k, v}
 	if o.Mask != nil {
-		ms, err := f.shape(o.Mask)
+		mss, err := f.shapes(o.Mask)
 		if err != nil {
 			return nil, nil, err
 		}
+		ms := mss[0]
 		if !ms.DType.IsFloat() || ms.Rank() != 4 {
 			return nil, nil, nil // boolean or lower-rank masks: the backend's op
 		}
