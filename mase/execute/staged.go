@@ -431,21 +431,19 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 			defer Finalize(dummy)
 			args = []any{dummy}
 		}
-		stats.Executed++
-		stats.ExecutedNodes[s.label(st)]++
 		outs, err := se.exec.Call(args...)
 		if err != nil && plan.shared != "" && !se.built {
 			// A shared build failed (a module reading something it was
 			// not given, updating a buffer): the stage gets its own
 			// executable, its parameters the store's variables.
-			stats.Executed--
-			stats.ExecutedNodes[s.label(st)]--
 			s.unshare(st, plan, sig)
 			return s.runStage(st, vals, stats)
 		}
 		if err != nil {
 			return s.stageError(st, err)
 		}
+		stats.Executed++
+		stats.ExecutedNodes[s.label(st)]++
 		if !se.built {
 			Finalize(outs...)
 			return s.stageError(st, fmt.Errorf("internal error: the executable was not built"))
