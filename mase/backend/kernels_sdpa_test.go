@@ -96,11 +96,7 @@ func attention(t *testing.T, be compute.Backend, build func(q, k, v, mask *graph
 // attention kernel calls it for float32 and for masked float16, with the
 // sizes, scale and mask of the graph, and gives NaiveGraph's output.
 func TestFusedAttentionCallsKernel(t *testing.T) {
-	goBE, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goBE.Finalize()
+	goBE := openGo(t)
 	var calls []cuda.SDPAConfig
 	kb := backend.WithKernels(goBE, backend.KernelSet{SDPA: true}, attentionWithOps(&calls))
 	B, H, Sq, Sk, D := 2, 3, 5, 7, 8
@@ -170,11 +166,7 @@ func TestFusedAttentionCallsKernel(t *testing.T) {
 // emitter here returns q: the Go backend cannot broadcast inside a While
 // body (the loop's numbers are the GPU's to check).
 func TestFusedAttentionKernelInLoop(t *testing.T) {
-	goBE, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goBE.Finalize()
+	goBE := openGo(t)
 	var calls []string
 	kb := backend.WithKernels(goBE, backend.KernelSet{SDPA: true}, func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
 		calls = append(calls, call.Config)

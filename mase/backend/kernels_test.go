@@ -84,6 +84,17 @@ func dequantizeWithOffset(calls *[]cuda.Call, offset float32) backend.EmitFunc {
 	}
 }
 
+// openGo opens a Go backend of the test's own, finalized when it ends.
+func openGo(t *testing.T) compute.Backend {
+	t.Helper()
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(be.Finalize)
+	return be
+}
+
 // packedBertTiny is bert-tiny with every Linear and embedding packed as
 // MXINT8 in groups of 32.
 func packedBertTiny(t *testing.T) *mase.MaseGraph {
@@ -135,11 +146,7 @@ func forward(t *testing.T, be compute.Backend, mg *mase.MaseGraph) []float32 {
 // packed Linear and embedding makes one call, and the logits equal those
 // of the GoMLX graph.
 func TestPackedModelCallsKernels(t *testing.T) {
-	goBE, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goBE.Finalize()
+	goBE := openGo(t)
 	mg := packedBertTiny(t)
 	want := forward(t, goBE, mg)
 
@@ -200,11 +207,7 @@ func byTarget(emitters map[string]backend.EmitFunc) backend.EmitFunc {
 // backend: right answers keep both kernels, a wrong MXINT8 exponent offset
 // or a refused attention call switches that kernel off and says why.
 func TestProbeKernels(t *testing.T) {
-	goBE, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goBE.Finalize()
+	goBE := openGo(t)
 	probes, err := cuda.Probes()
 	if err != nil {
 		t.Skip(err)
