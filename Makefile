@@ -78,10 +78,15 @@ ptx:
 	command -v clang-14 >/dev/null 2>&1 || { apt-get update && apt-get install -y clang-14; }
 	sh kernels/cuda/gen_ptx.sh
 
-## gpu-bundle: bin/gpu-bundle/ for a GPU machine (kernel/gpu/measure.sh runs it there): bin/mase and the
-##             training, backend and CUDA-kernel test binaries with the XLA backend (cgo), xz-compressed, the data the
-##             commands read, and ../shared/bench/gpu_peer.py when present. Needs a C compiler and xz.
+## gpu-bundle: bin/gpu-bundle/ for a GPU machine: bin/mase and the training, backend and CUDA-kernel test binaries
+##             with the XLA backend (cgo), xz-compressed, the data the check reads (GPU_DATA: SST-2 and the tokenizer;
+##             add imdb for the IMDb epoch), and kernel/gpu's check scripts. Run there as
+##             `bash kernel/gpu/check.sh bin/gpu-bundle` (docs/GPU.md). Prints the bundle's size and the tree's, and
+##             fails when the bundle passes GPU_BUNDLE_MAX_MIB (a GPU machine takes 64 MiB with the tree).
+##             Needs a C compiler and xz.
 GPU_BUNDLE ?= bin/gpu-bundle
+GPU_DATA ?= bert-base-uncased sst2
+GPU_BUNDLE_MAX_MIB ?= 40
 DATA_DIR ?= $(CURDIR)/../shared/data
 gpu-bundle:
 	rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/data
@@ -90,7 +95,8 @@ gpu-bundle:
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/backend.test ./mase/backend
 	CGO_ENABLED=1 $(GO) test -c -ldflags "-s -w" -o $(GPU_BUNDLE)/cuda.test ./kernels/cuda
 	xz -T2 -f $(GPU_BUNDLE)/mase $(GPU_BUNDLE)/train.test $(GPU_BUNDLE)/backend.test $(GPU_BUNDLE)/cuda.test
-	cp -r $(DATA_DIR)/bert-base-uncased $(DATA_DIR)/sst2 $(DATA_DIR)/imdb $(GPU_BUNDLE)/data/
-	cp kernel/gpu/measure.sh $(GPU_BUNDLE)/
+	for d in $(GPU_DATA); do cp -r $(DATA_DIR)/$$d $(GPU_BUNDLE)/data/ || exit 1; done
 	-cp ../shared/bench/gpu_peer.py $(GPU_BUNDLE)/
-	@du -sh $(GPU_BUNDLE)
+	@bundle=$$(du -sm $(GPU_BUNDLE) | cut -f1); tree=$$(git ls-files -z | du -cm --files0-from=- | tail -1 | cut -f1); \
+	 echo "gpu-bundle: $(GPU_BUNDLE) $${bundle} MiB + the tree's tracked files $${tree} MiB = $$((bundle + tree)) MiB (a GPU machine takes 64)"; \
+	 if [ "$$bundle" -gt $(GPU_BUNDLE_MAX_MIB) ]; then echo "gpu-bundle: $${bundle} MiB is above GPU_BUNDLE_MAX_MIB=$(GPU_BUNDLE_MAX_MIB): leave data out of GPU_DATA" >&2; exit 1; fi

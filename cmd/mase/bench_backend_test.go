@@ -60,7 +60,7 @@ func TestBenchKernelGraphs(t *testing.T) {
 		t.Fatalf("sdpa: exit %d: %s", code, stderr)
 	}
 	var s perf.SDPAGraphReport
-	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Reps != 3 || s.Timings != 2 || s.DType != "float32" || s.MaxAbsErr > 1e-5 || s.DispatchFloorMs <= 0 {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Reps != 3 || s.Timings != 2 || s.DType != "float32" || s.NaiveMaxAbsErr > 1e-5 || s.FusedMaxAbsErr > 1e-5 || s.DispatchFloorMs <= 0 {
 		t.Errorf("sdpa: %v, %+v", err, s)
 	}
 	code, out, stderr = runCLI("bench", "mxint8", "--backend", "go", "--values", "1000", "--group-size", "8", "--reps", "2", "--loop", "2")

@@ -82,8 +82,8 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 		if r.Masked {
 			mask = " with a padding mask"
 		}
-		fmt.Fprintf(stdout, "SDPA %v %s%s on %s, GoMLX graphs, %d calls per executable, median of %d: naive %.4f ms, fused %.4f ms (backend's fused op: %s), speedup %.2f×; max |error| vs float64 %.2g; dispatch floor %.4f ms per executable call\n",
-			dims, *dtype, mask, r.Backend, r.Reps, r.Timings, r.NaiveMs, r.FusedMs, fused, r.Speedup, r.MaxAbsErr, r.DispatchFloorMs)
+		fmt.Fprintf(stdout, "SDPA %v %s%s on %s, GoMLX graphs, %d calls per executable, median of %d: naive %.4f ms, fused %.4f ms (backend's fused op: %s), speedup %.2f×; max |error| vs float64: naive %.2g, fused %.2g; dispatch floor %.4f ms per executable call\n",
+			dims, *dtype, mask, r.Backend, r.Reps, r.Timings, r.NaiveMs, r.FusedMs, fused, r.Speedup, r.NaiveMaxAbsErr, r.FusedMaxAbsErr, r.DispatchFloorMs)
 		if r.Kernels != "" {
 			fmt.Fprintln(stdout, r.Kernels)
 		}

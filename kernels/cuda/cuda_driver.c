@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,7 @@ CUresult gomase_cuda_context(gomase_cuda *d, int ordinal, CUdevice *dev, CUconte
 	return d->cuCtxSetCurrent(*ctx);
 }
 
+CUresult gomase_cuda_set_current(gomase_cuda *d, CUcontext ctx) { return d->cuCtxSetCurrent(ctx); }
 CUresult gomase_cuda_release(gomase_cuda *d, CUdevice dev) { return d->cuDevicePrimaryCtxRelease(dev); }
 CUresult gomase_cuda_sync(gomase_cuda *d) { return d->cuCtxSynchronize(); }
 
@@ -194,7 +197,13 @@ typedef struct {
 	size_t function_name_size;
 	int api_version; // 0: untyped (legacy) handler, 1: typed FFI
 	void *handler_instantiate, *handler_prepare, *handler_initialize, *handler_execute;
+	uint32_t traits; // version 3 of the extension; zero: none
 } gomase_register_args;
+
+// The size sent: up to the end of traits (68 bytes), as OpenXLA's struct
+// traits count it. Version 2 of the extension accepts any size from its 64
+// bytes up; version 3 wants the 68.
+#define GOMASE_REGISTER_ARGS_SIZE (offsetof(gomase_register_args, traits) + sizeof(uint32_t))
 
 typedef struct {
 	gomase_ext base;
@@ -278,7 +287,7 @@ const char *gomase_pjrt_register(void *api, const char *name, void *handler) {
 	gomase_ext *e = a->extension_start;
 	while (e && e->type != 0) e = e->next;
 	if (!e) return "the PJRT plugin has no GPU custom-call extension (not a CUDA or ROCm plugin)";
-	gomase_register_args args = {sizeof args, name, strlen(name), 0, NULL, NULL, NULL, handler};
+	gomase_register_args args = {GOMASE_REGISTER_ARGS_SIZE, name, strlen(name), 0, NULL, NULL, NULL, handler, 0};
 	void *err = ((gomase_gpu_ext *)e)->custom_call(&args);
 	if (!err) return NULL;
 	gomase_error_message_args m = {sizeof m, NULL, err, NULL, 0};
@@ -482,14 +491,19 @@ static struct {
 	int n;
 	char name[4][64];
 	int api_version[4];
+	size_t struct_size[4];
 	void *handler[4];
 } g_fake;
 
 static const char g_fake_message[] = "fake refusal";
 
+static const char g_fake_size_message[] = "struct_size below the 64 bytes of version 2";
+
 static void *fake_custom_call(gomase_register_args *a) {
 	if (g_fake.refuse) return (void *)g_fake_message;
+	if (a->struct_size < 64) return (void *)g_fake_size_message;
 	if (g_fake.n < 4) {
+		g_fake.struct_size[g_fake.n] = a->struct_size;
 		snprintf(g_fake.name[g_fake.n], sizeof g_fake.name[0], "%.*s", (int)a->function_name_size, a->function_name);
 		g_fake.api_version[g_fake.n] = a->api_version;
 		g_fake.handler[g_fake.n] = a->handler_execute;
@@ -523,8 +537,9 @@ void *gomase_pjrt_fake(int with_gpu_extension, int refuse) {
 
 // gomase_pjrt_fake_registered returns the name of registration i (NULL
 // past the last) and its API version and handler.
-const char *gomase_pjrt_fake_registered(int i, int *api_version, void **handler) {
+const char *gomase_pjrt_fake_registered(int i, int *api_version, size_t *struct_size, void **handler) {
 	if (i < 0 || i >= g_fake.n) return NULL;
+	*struct_size = g_fake.struct_size[i];
 	*api_version = g_fake.api_version[i];
 	*handler = g_fake.handler[i];
 	return g_fake.name[i];

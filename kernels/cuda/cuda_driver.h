@@ -57,6 +57,7 @@ const char *gomase_cuda_error(gomase_cuda *d, CUresult r);
 CUresult gomase_cuda_init(gomase_cuda *d);
 CUresult gomase_cuda_count(gomase_cuda *d, int *n);
 CUresult gomase_cuda_context(gomase_cuda *d, int ordinal, CUdevice *dev, CUcontext *ctx, int *major, int *minor);
+CUresult gomase_cuda_set_current(gomase_cuda *d, CUcontext ctx);
 CUresult gomase_cuda_release(gomase_cuda *d, CUdevice dev);
 CUresult gomase_cuda_sync(gomase_cuda *d);
 CUresult gomase_cuda_load(gomase_cuda *d, CUmodule *mod, const char *ptx, char *log, size_t size);
@@ -87,6 +88,6 @@ int gomase_sdpa_parse(const char *opaque, size_t opaque_len, gomase_sdpa_args *a
 int gomase_xla_take_error(char *buf, size_t size);
 int gomase_mxint8_parse(const char *opaque, size_t opaque_len, long long *n, int *gs);
 void *gomase_pjrt_fake(int with_gpu_extension, int refuse);
-const char *gomase_pjrt_fake_registered(int i, int *api_version, void **handler);
+const char *gomase_pjrt_fake_registered(int i, int *api_version, size_t *struct_size, void **handler);
 
 #endif

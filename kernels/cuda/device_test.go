@@ -49,6 +49,18 @@ func device(tb testing.TB) *Context {
 	return c
 }
 
+// onThread locks the calling goroutine to its OS thread until tb ends and
+// makes c current there: what a subtest or sub-benchmark, which runs on a
+// goroutine of its own, does before it touches the device.
+func onThread(tb testing.TB, c *Context) {
+	tb.Helper()
+	runtime.LockOSThread()
+	tb.Cleanup(runtime.UnlockOSThread)
+	if err := c.MakeCurrent(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // deviceBuffers puts p on the device and allocates its output.
 func deviceBuffers(tb testing.TB, c *Context, p *mxint8.Packed) (mant, exp, out *Buffer) {
 	tb.Helper()
@@ -220,6 +232,7 @@ func BenchmarkDeviceSDPA(b *testing.B) {
 			}
 			tc := newSDPACase("bench", cfg, rng, fill)
 			b.Run(fmt.Sprintf("%s/mask=%v", dt, masked), func(b *testing.B) {
+				onThread(b, c)                         // b.Run runs this on another goroutine
 				_, bufs := tc.sdpaOnDevice(b, c, mods) // warm-up, and the buffers
 				b.ResetTimer()
 				d, err := mods[dt].TimeSDPA(cfg, bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], max(b.N, 1))

@@ -84,6 +84,7 @@ func (dr *Driver) Devices() (int, error) {
 type Context struct {
 	dr           *Driver
 	dev          C.CUdevice
+	ctx          C.CUcontext
 	Major, Minor int // compute capability
 }
 
@@ -95,8 +96,17 @@ func (dr *Driver) Context(ordinal int) (*Context, error) {
 	if err := dr.check("cuDevicePrimaryCtxRetain", C.gomase_cuda_context(dr.d, C.int(ordinal), &c.dev, &ctx, &major, &minor)); err != nil {
 		return nil, err
 	}
+	c.ctx = ctx
 	c.Major, c.Minor = int(major), int(minor)
 	return c, nil
+}
+
+// MakeCurrent makes the context current on the calling OS thread. A
+// goroutine that did not open the context (a sub-benchmark, a subtest)
+// calls it after runtime.LockOSThread before touching the device: CUDA's
+// current context is per thread, and without one every call fails.
+func (c *Context) MakeCurrent() error {
+	return c.dr.check("cuCtxSetCurrent", C.gomase_cuda_set_current(c.dr.d, c.ctx))
 }
 
 // Close releases the primary context.

@@ -150,6 +150,7 @@ func parseSDPAPayload(payload string) (SDPAConfig, [4]int64, bool) {
 type fakeRegistration struct {
 	name       string
 	apiVersion int
+	structSize int
 	handler    unsafe.Pointer
 }
 
@@ -167,12 +168,13 @@ func fakePJRT(withGPUExtension, refuse bool) (api unsafe.Pointer, registered fun
 		var out []fakeRegistration
 		for i := C.int(0); ; i++ {
 			var v C.int
+			var size C.size_t
 			var h unsafe.Pointer
-			name := C.gomase_pjrt_fake_registered(i, &v, &h)
+			name := C.gomase_pjrt_fake_registered(i, &v, &size, &h)
 			if name == nil {
 				return out
 			}
-			out = append(out, fakeRegistration{C.GoString(name), int(v), h})
+			out = append(out, fakeRegistration{C.GoString(name), int(v), int(size), h})
 		}
 	}
 }

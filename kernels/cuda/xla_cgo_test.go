@@ -12,14 +12,16 @@ import (
 
 // TestRegisterWithFakePJRT registers the handlers with a fake PJRT_Api:
 // the GPU extension is found behind another one in the chain and gets
-// both targets, the untyped API version and their handlers.
+// both targets, the untyped API version, their handlers and register args
+// of 68 bytes (version 3's traits field included, zeroed), which the fake
+// refuses below version 2's 64.
 func TestRegisterWithFakePJRT(t *testing.T) {
 	api, registered := fakePJRT(true, false)
 	if err := registerAll(api); err != nil {
 		t.Fatal(err)
 	}
 	got := registered()
-	want := []fakeRegistration{{MXInt8Target, 0, mxint8Handler}, {SDPATarget, 0, sdpaHandler}}
+	want := []fakeRegistration{{MXInt8Target, 0, 68, mxint8Handler}, {SDPATarget, 0, 68, sdpaHandler}}
 	if len(got) != len(want) {
 		t.Fatalf("registered %+v, want %+v", got, want)
 	}

@@ -12,8 +12,10 @@ import (
 
 // probeKernels runs each probe of a kernel in set once on be (the backend
 // the kernels were registered with), through emit, and returns set without
-// the kernels whose probe failed, saying why in Reason.
-func probeKernels(be compute.Backend, set KernelSet, emit emitFunc, probes []cuda.Probe) KernelSet {
+// the kernels whose probe failed, saying why in Reason. handlerError
+// (cuda.CallError) returns and clears what a kernel's handler recorded
+// when it failed: XLA does not always pass it on, so each probe reads it.
+func probeKernels(be compute.Backend, set KernelSet, emit emitFunc, probes []cuda.Probe, handlerError func() error) KernelSet {
 	var failed []string
 	for _, p := range probes {
 		on := &set.MXInt8
@@ -23,7 +25,16 @@ func probeKernels(be compute.Backend, set KernelSet, emit emitFunc, probes []cud
 		if !*on {
 			continue
 		}
-		if err := runProbe(be, emit, p); err != nil {
+		_ = handlerError() // an earlier call's, not this probe's
+		err := runProbe(be, emit, p)
+		if herr := handlerError(); herr != nil {
+			if err == nil {
+				err = herr
+			} else {
+				err = fmt.Errorf("%w (the handler: %v)", err, herr)
+			}
+		}
+		if err != nil {
 			*on = false
 			failed = append(failed, fmt.Sprintf("%s failed its check on this device, so it is off: %v", p.Kernel, err))
 		}

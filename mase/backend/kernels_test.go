@@ -205,7 +205,8 @@ func byTarget(emitters map[string]backend.EmitFunc) backend.EmitFunc {
 
 // TestProbeKernels runs the kernels' probes through emitters on the Go
 // backend: right answers keep both kernels, a wrong MXINT8 exponent offset
-// or a refused attention call switches that kernel off and says why.
+// or a refused attention call switches that kernel off and says why, with
+// the handler's own error when it recorded one.
 func TestProbeKernels(t *testing.T) {
 	goBE := openGo(t)
 	probes, err := cuda.Probes()
@@ -216,7 +217,8 @@ func TestProbeKernels(t *testing.T) {
 	var sdpaCalls []cuda.SDPAConfig
 	both := backend.KernelSet{MXInt8: true, SDPA: true}
 	good := byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOps(&calls), cuda.SDPATarget: attentionWithOps(&sdpaCalls)})
-	if got := backend.ProbeKernels(goBE, both, good, probes); got != both {
+	noHandlerError := func() error { return nil }
+	if got := backend.ProbeKernels(goBE, both, good, probes, noHandlerError); got != both {
 		t.Errorf("right answers: %+v", got)
 	}
 	if len(calls) != 1 || len(sdpaCalls) != 2 {
@@ -226,13 +228,33 @@ func TestProbeKernels(t *testing.T) {
 		return nil, errors.New("custom call target not found")
 	}
 	bad := byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOffset(&calls, 132), cuda.SDPATarget: refused})
-	got := backend.ProbeKernels(goBE, both, bad, probes)
+	got := backend.ProbeKernels(goBE, both, bad, probes, noHandlerError)
 	if got.MXInt8 || got.SDPA || !strings.Contains(got.Reason, "MXINT8 dequantisation failed its check on this device, so it is off: value") ||
 		!strings.Contains(got.Reason, "flash attention (Float32) failed its check on this device, so it is off: custom call target not found") {
 		t.Errorf("wrong answers: %+v", got)
 	}
-	onlyAttention := backend.ProbeKernels(goBE, both, byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOffset(&calls, 134), cuda.SDPATarget: good}), probes)
+	onlyAttention := backend.ProbeKernels(goBE, both, byTarget(map[string]backend.EmitFunc{cuda.MXInt8Target: dequantizeWithOffset(&calls, 134), cuda.SDPATarget: good}), probes, noHandlerError)
 	if onlyAttention.MXInt8 || !onlyAttention.SDPA || !strings.HasPrefix(onlyAttention.String(), "CUDA kernels: flash attention (MXINT8 dequantisation failed") {
 		t.Errorf("one wrong: %+v, %q", onlyAttention, onlyAttention.String())
+	}
+
+	// A handler that fails records its error and leaves the output as it
+	// was: the probe names the handler's error, not only the wrong value;
+	// one recorded before the probes is not blamed on them.
+	var pending error
+	stale := errors.New("cuda: custom call: from an earlier graph")
+	failing := func(fn compute.Function, call cuda.Call, operands ...compute.Value) ([]compute.Value, error) {
+		if call.Target == cuda.MXInt8Target {
+			pending = errors.New("cuda: custom call: gomase_mxint8: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE")
+			return dequantizeWithOffset(&calls, 132)(fn, call, operands...)
+		}
+		return good(fn, call, operands...)
+	}
+	pending = stale
+	take := func() error { err := pending; pending = nil; return err }
+	withHandler := backend.ProbeKernels(goBE, both, failing, probes, take)
+	if withHandler.MXInt8 || !withHandler.SDPA || !strings.Contains(withHandler.Reason, "(the handler: cuda: custom call: gomase_mxint8: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE)") ||
+		strings.Contains(withHandler.Reason, "earlier graph") {
+		t.Errorf("a failing handler: %+v", withHandler)
 	}
 }

@@ -56,5 +56,5 @@ func withCUDAKernels(be compute.Backend, pluginPath string) compute.Backend {
 	if err != nil {
 		return withKernels(be, KernelSet{Reason: err.Error()}, emitXLA)
 	}
-	return withKernels(be, probeKernels(be, KernelSet{MXInt8: true, SDPA: true}, emitXLA, probes), emitXLA)
+	return withKernels(be, probeKernels(be, KernelSet{MXInt8: true, SDPA: true}, emitXLA, probes, cuda.CallError), emitXLA)
 }

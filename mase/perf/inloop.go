@@ -32,9 +32,9 @@ type Counter = *graph.Node
 // NewInLoop prepares the loop on be. step maps the state — one node per
 // input of Time, in order — to the next state of the same shapes and
 // dtypes, or returns an error (Time reports it); i is the repetition
-// counter. The executable returns only the
-// sum of the final state's first tensor, so the time of a call is the
-// loop's, not a transfer of its result.
+// counter. The executable returns only the first value of the final
+// state's first tensor, so the time of a call is the loop's, not a
+// transfer of its result.
 func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph.Node) ([]*graph.Node, error)) (*InLoop, error) {
 	if reps < 1 {
 		return nil, fmt.Errorf("perf: a loop needs at least one repetition (got %d)", reps)
@@ -72,7 +72,15 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 			return append([]*graph.Node{graph.Add(i, one), limit, one}, next...)
 		})
 		out := graph.While(cond, body, inputs...)
-		return graph.ReduceAllSum(graph.ConvertDType(out[3], dtypes.Float32))
+		// The first value by a slice, not a sum: go-xla v0.4.1 caches one
+		// reduction function per dtype and builder, made in the first
+		// function that reduces, so a float32 sum here after one in the
+		// body (softmax) refers to the body's and fails to compile.
+		first := make([]graph.SliceAxisSpec, out[3].Rank())
+		for a := range first {
+			first[a] = graph.AxisRange(0, 1)
+		}
+		return graph.ConvertDType(graph.Reshape(graph.Slice(out[3], first...)), dtypes.Float32)
 	})
 	if err != nil {
 		return nil, err
@@ -82,10 +90,10 @@ func NewInLoop(be compute.Backend, reps int, step func(i Counter, state []*graph
 }
 
 // Time runs the loop once from the initial state inputs and returns the
-// time per repetition and the sum of the final state's first tensor (a
-// check that the work was done). The first call of a new input shape
+// time per repetition and the first value of the final state's first
+// tensor (a check that the work was done). The first call of a new input shape
 // includes compilation: warm up first.
-func (l *InLoop) Time(inputs ...*tensors.Tensor) (perRep time.Duration, sum float64, err error) {
+func (l *InLoop) Time(inputs ...*tensors.Tensor) (perRep time.Duration, first float64, err error) {
 	args := []any{tensors.FromScalar(int32(0)), tensors.FromScalar(int32(l.Reps)), tensors.FromScalar(int32(1))}
 	for _, t := range inputs {
 		args = append(args, t)

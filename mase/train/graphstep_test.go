@@ -2,9 +2,11 @@ package train
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomase/gomase/mase"
@@ -90,11 +92,15 @@ func TestGraphTrainerMatchesFused(t *testing.T) {
 				}
 			}
 			fresh := tc.build(t)
+			onGo := goBackend(t)
 			worst, where, moved := 0.0, "", 0
 			for name, f := range fusedParams {
 				g := graphParams[name]
+				allowed := paramTolerance(onGo, name, cfg.LearningRate, 20)
 				for j := range f {
-					if d := math.Abs(float64(f[j]-g[j])) / max(math.Abs(float64(f[j])), 1e-2); d > worst {
+					// The difference in units of what is allowed: 1 is the bound.
+					d := math.Abs(float64(f[j]-g[j])) / allowed(float64(f[j]))
+					if d > worst {
 						worst, where = d, fmt.Sprintf("%s[%d]: %g vs %g", name, j, f[j], g[j])
 					}
 				}
@@ -113,15 +119,56 @@ func TestGraphTrainerMatchesFused(t *testing.T) {
 					moved++
 				}
 			}
+			if named := slices.ContainsFunc(slices.Collect(maps.Keys(fusedParams)), zeroGradient); !named {
+				t.Errorf("no parameter is named as a zero-gradient key bias: zeroGradient no longer matches BERT's names")
+			}
 			if len(fusedParams) == 0 || moved == 0 {
 				t.Fatalf("%d parameters, %d moved by the graph trainer", len(fusedParams), moved)
 			}
-			t.Logf("largest parameter difference: %.2g (%s)", worst, where)
-			if worst > 1e-4 {
-				t.Errorf("parameters differ by %.2g relative, want ≤ 1e-4: %s", worst, where)
+			t.Logf("largest parameter difference: %.2g of the bound (%s)", worst, where)
+			if worst > 1 {
+				t.Errorf("parameters differ by %.2g times the bound: %s", worst, where)
 			}
 		})
 	}
+}
+
+// goBackend says whether the tests' default backend is the Go one.
+func goBackend(t *testing.T) bool {
+	t.Helper()
+	be, err := backend.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend.IsGo(be)
+}
+
+// paramTolerance is how far the two trainers' values of parameter name may
+// lie apart after steps steps at learning rate lr, as a function of the
+// fused trainer's value. On the Go backend both run the same kernels:
+// 1e-4 relative (values below 1e-2 count as 1e-2). On a compiling backend
+// (XLA) the two programs round differently, and AdamW, which divides each
+// gradient by its own running size, turns rounding noise into steps of up
+// to lr: the attention key biases, whose true gradient is zero (a bias
+// added to every key shifts each query's scores by one constant, which the
+// softmax removes), may drift by 2·lr a step; every other parameter gets
+// 1e-4 relative plus lr/100.
+func paramTolerance(onGo bool, name string, lr float64, steps int) func(v float64) float64 {
+	relative := func(v float64) float64 { return 1e-4 * max(math.Abs(v), 1e-2) }
+	switch {
+	case onGo:
+		return relative
+	case zeroGradient(name):
+		return func(float64) float64 { return 2 * lr * float64(steps) }
+	default:
+		return func(v float64) float64 { return relative(v) + lr/100 }
+	}
+}
+
+// zeroGradient says whether name is a BERT attention key bias, a parameter
+// whose true gradient is zero.
+func zeroGradient(name string) bool {
+	return strings.Contains(name, ".attention.self.key.") && strings.HasSuffix(name, "bias")
 }
 
 // TestTrainingLoopReleasesBuffers trains 100 steps with each trainer, the
