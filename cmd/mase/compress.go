@@ -51,7 +51,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	methods := fs.String("methods", "random,l1-norm", "pruning methods (random, l1-norm)")
 	epochs := fs.Int("epochs", 1, "epochs of QAT / fine-tuning per point")
 	startEpochs := fs.Int("start-epochs", 1, "epochs of the starting model's training when no --checkpoint is given")
-	lr := fs.Float64("lr", finetune.FromScratch().LearningRate, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
+	lr := number(fs, "lr", finetune.FromScratch().LearningRate, learningRates, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
 	pretrainedFrom := pretrainedFlag(fs)
 	seed := fs.Uint64("seed", 42, "seed")
 	plotPath := fs.String("plot", "", "write the sweep's chart as SVG to this file")
@@ -64,6 +64,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	defer useDataDir(*dataDir)()
 	if *epochs < 1 || *startEpochs < 1 {
 		return fmt.Errorf("--epochs and --start-epochs must be ≥ 1")
+	}
+	if err := checkOutputPath("--plot", *plotPath, ".svg"); err != nil {
+		return err
 	}
 	ws, err := parseInts("--widths", *widths)
 	if err != nil {
@@ -204,7 +207,7 @@ func parseFloats(flagName, s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || v < 0 || v > 1 {
+		if err != nil || !fractions.contains(v) {
 			return nil, fmt.Errorf("%s: %q is not a number in [0, 1] (want a comma-separated list such as 0.1,0.5)", flagName, f)
 		}
 		out = append(out, v)

@@ -34,7 +34,7 @@ func runEmit(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	model := fs.String("model", "mlp", "model `NAME` (mlp: the hardware lab's flatten → Linear(4, 8) → activation)")
 	activation := fs.String("activation", models.ActivationReLU, "activation after fc1: relu or leaky_relu")
-	slope := fs.Float64("negative-slope", 0, "leaky_relu's negative_slope (0: torch's default 0.01)")
+	slope := number(fs, "negative-slope", 0, slopes, "leaky_relu's negative_slope (0: torch's default 0.01)")
 	width := fs.Int("width", 8, "fixed-point width of every tensor (bits, sign included)")
 	frac := fs.Int("frac-width", 3, "fixed-point fraction bits of every tensor")
 	par := fs.Int("parallelism", 4, "max parallelism of every dimension (elements per beat: min(this, size))")

@@ -61,6 +61,9 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	if *modelName == "" {
 		return fmt.Errorf("--model is required (allowed: %s)", strings.Join(models.Names(), ", "))
 	}
+	if err := checkOutputPath("--draw", *drawPath, ".svg", ".html", ".dot"); err != nil {
+		return err
+	}
 	pipeline, err := registry.Pipeline(passNames...)
 	if err != nil {
 		return err

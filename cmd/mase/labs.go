@@ -34,7 +34,7 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "the same as --scale quick")
 	full := fs.Bool("full", false, "the same as --scale full")
 	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
-	timeout := fs.Duration("timeout", labs.DefaultCellTimeout, "longest time one cell may run")
+	timeout := duration(fs, "timeout", labs.DefaultCellTimeout, true, "longest time one cell may run")
 	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
 	check := fs.Bool("check", false, "open every report and the index in headless Chromium (network off) and fail on a console error, a network fetch, or an SVG that does not draw")
 	fs.BoolVar(check, "check-svg", false, "the same as --check (its former name)")

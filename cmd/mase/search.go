@@ -106,20 +106,20 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.trials, "trials", 10, "stop when the study holds this many complete trials, counting those already in --storage and those other workers sharing it run (grid: at most the grid's size)")
 	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine), or a PostgreSQL URL "+
 		"postgresql://USER:PASSWORD@HOST:PORT/DB (workers on several machines share the study); a killed search started again with it resumes (default: memory only)")
-	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "with a postgresql:// --storage: refresh this worker's heartbeat every D (e.g. 60s), so that workers on other machines mark its trial failed when it dies (Optuna's heartbeat_interval; 0: off)")
+	durationVar(fs, &f.heartbeat, "heartbeat", 0, false, "with a postgresql:// --storage: refresh this worker's heartbeat every D (e.g. 60s), so that workers on other machines mark its trial failed when it dies (Optuna's heartbeat_interval; 0: off)")
 	fs.IntVar(&f.retryFailed, "retry-failed", 0, "run a trial that failed (its objective failed, or its worker died) again with the same parameters, at most N times per trial (Optuna's RetryFailedTrialCallback; 0: never)")
 	fs.IntVar(&f.tpeStartup, "tpe-startup", 10, "tpe sampler: the number of complete trials sampled at random before TPE starts (Optuna's n_startup_trials)")
 	fs.StringVar(&f.study, "study", "", "study name (default bert-tiny-nas-study or bert-tiny-mixed-precision-study)")
 	fs.Uint64Var(&f.seed, "seed", 42, "seed of the sampler, the models and the data order")
 	fs.BoolVar(&f.quick, "quick", false, fmt.Sprintf("quick mode: SST-2, %d training and %d test sentences of at most %d tokens, and for nas the small nas.QuickSpace, unless other flags say otherwise",
 		quickSearchLimit, quickSearchEvalLimit, quickSearchMaxLen))
-	fs.DurationVar(&f.timeout, "timeout", 0, "stop starting trials after this long (e.g. 2h; 0: no limit)")
+	durationVar(fs, &f.timeout, "timeout", 0, false, "stop starting trials after this long (e.g. 2h; 0: no limit)")
 	fs.StringVar(&f.dataset, "dataset", "imdb", "dataset: "+strings.Join(finetune.Datasets, ", "))
 	fs.IntVar(&f.limit, "limit", 0, "class-balanced subset of N training examples (0: all)")
 	fs.IntVar(&f.evalLimit, "eval-limit", 0, "class-balanced subset of N test examples (0: all)")
 	fs.IntVar(&f.maxLen, "max-len", 512, "truncate sequences to this many tokens")
 	fs.IntVar(&f.epochs, "epochs", 1, "training epochs per trial (0: evaluate without training)")
-	fs.Float64Var(&f.lr, "lr", finetune.FromScratch().LearningRate, "peak learning rate")
+	numberVar(fs, &f.lr, "lr", finetune.FromScratch().LearningRate, learningRates, "peak learning rate")
 	fs.StringVar(&f.plot, "plot", "", "write the best-so-far chart of the study as SVG to this file")
 	f.training = addTrainingFlags(fs)
 	dataDir := dataDirFlag(fs)
@@ -155,11 +155,11 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if f.tpeStartup < 0 {
 		return fmt.Errorf("--tpe-startup must be ≥ 0 (got %d)", f.tpeStartup)
 	}
-	if f.heartbeat < 0 {
-		return fmt.Errorf("--heartbeat must be ≥ 0 (got %v; 0: off)", f.heartbeat)
-	}
 	if f.heartbeat > 0 && !search.IsPostgresURL(f.storage) {
 		return errors.New(heartbeatNeedsPostgres)
+	}
+	if err := checkOutputPath("--plot", f.plot, ".svg"); err != nil {
+		return err
 	}
 	if f.epochs < 0 {
 		return fmt.Errorf("--epochs must be ≥ 0 (got %d)", f.epochs)
@@ -212,9 +212,6 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	case "toy":
 		if f.study == "" {
 			f.study = "toy-study"
-		}
-		if *toySleep < 0 {
-			return fmt.Errorf("--toy-sleep must be ≥ 0 (got %v)", *toySleep)
 		}
 		objective, value = toyObjective(*toySleep), "toy objective (synthetic, no training)"
 		grid = func() (map[string][]any, error) { return toyGrid, nil }

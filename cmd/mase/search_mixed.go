@@ -41,7 +41,7 @@ func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
 		fracWidths:  fs.String("frac-widths", "", "mixed-precision: per-layer integer fractional widths to search (Task 1: 2,4,8; empty: fixed 4)"),
 		bits:        fs.String("bits", mixedprecision.BitsStorage, "mixed-precision: the bit count of the cost: storage (real bits per weight element) or mase (MASE's precision sum)"),
 		startEpochs: fs.Int("start-epochs", 1, "mixed-precision: epochs of the starting model's training when no --checkpoint is given"),
-		lambda:      fs.Float64("lambda", 0, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
+		lambda:      number(fs, "lambda", 0, costWeights, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
 		pretrained:  pretrainedFlag(fs),
 	}
 }
@@ -66,9 +66,6 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 	}
 	if err := space.Validate(); err != nil {
 		return nil, nil, "", err
-	}
-	if *m.lambda < 0 {
-		return nil, nil, "", fmt.Errorf("--lambda must be ≥ 0 (got %g)", *m.lambda)
 	}
 	if *m.bits != mixedprecision.BitsStorage && *m.bits != mixedprecision.BitsMASE {
 		return nil, nil, "", fmt.Errorf("unknown --bits %q (allowed: %s, %s)", *m.bits, mixedprecision.BitsStorage, mixedprecision.BitsMASE)

@@ -122,7 +122,7 @@ func TestSearchBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--trials", "2"}, "--space is required (allowed: nas, mixed-precision, toy)"},
-		{[]string{"--space", "toy", "--toy-sleep", "-1s"}, "--toy-sleep must be ≥ 0"},
+		{[]string{"--space", "toy", "--toy-sleep", "-1s"}, `invalid value "-1s" for flag -toy-sleep: want a duration of 0 or more`},
 		{[]string{"--space", "nass"}, `unknown --space "nass"`},
 		{append(slices.Clone(tinyNAS), "--sampler", "cmaes"), `unknown --sampler "cmaes" (allowed: random, grid, tpe)`},
 		{append(slices.Clone(tinyNAS), "--trials", "0"), "--trials must be ≥ 1"},
@@ -130,12 +130,12 @@ func TestSearchBadFlags(t *testing.T) {
 		{append(slices.Clone(tinyNAS), "--post-epochs", "1"), "--post-epochs needs --compress"},
 		{[]string{"--space", "mixed-precision", "--formats", "int8"}, `"int8"`},
 		{[]string{"--space", "mixed-precision", "--bits", "real"}, `unknown --bits "real"`},
-		{[]string{"--space", "mixed-precision", "--lambda", "-1"}, "--lambda must be ≥ 0"},
+		{[]string{"--space", "mixed-precision", "--lambda", "-1"}, `invalid value "-1" for flag -lambda: want a finite number in [0, 1e+06]`},
 		{[]string{"--space", "mixed-precision", "--checkpoint", "x", "--pretrained", "off"}, "give one of them"},
 		{append(slices.Clone(tinyNAS), "--pretrained", "auto"), "--pretrained is for --space mixed-precision"},
 		{append(slices.Clone(tinyNAS), "--retry-failed", "-1"), "--retry-failed must be ≥ 0"},
 		{append(slices.Clone(tinyNAS), "--tpe-startup", "-2"), "--tpe-startup must be ≥ 0"},
-		{append(slices.Clone(tinyNAS), "--heartbeat", "-1s"), "--heartbeat must be ≥ 0"},
+		{append(slices.Clone(tinyNAS), "--heartbeat", "-1s"), `invalid value "-1s" for flag -heartbeat: want a duration of 0 or more`},
 		{append(slices.Clone(tinyNAS), "--heartbeat", "60s", "--storage", "study.jsonl"), "--heartbeat needs a PostgreSQL --storage (postgresql://…)"},
 		{append(slices.Clone(tinyNAS), "--heartbeat", "60s"), "--heartbeat needs a PostgreSQL --storage"},
 	} {

@@ -24,7 +24,7 @@ var toyGrid = map[string][]any{
 }
 
 func addToyFlags(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("toy-sleep", 0, "toy: how long each trial sleeps before it returns, to stand for training (e.g. 200ms)")
+	return duration(fs, "toy-sleep", 0, false, "toy: how long each trial sleeps before it returns, to stand for training (e.g. 200ms)")
 }
 
 // toyObjective is the objective of --space toy.

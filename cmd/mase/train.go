@@ -34,12 +34,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	limit := fs.Int("limit", 0, "keep a class-balanced subset of N training examples (0: all)")
 	evalLimit := fs.Int("eval-limit", 0, "keep a class-balanced subset of N evaluation examples (0: all)")
 	maxLen := fs.Int("max-len", 512, "truncate sequences to this many tokens")
-	lr := fs.Float64("lr", defaults.LearningRate, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
-	warmup := fs.Float64("warmup", defaults.WarmupRatio, "warm-up as a fraction of all steps (default: 0.1 from a random initialisation, HF's 0 from pretrained weights)")
+	lr := number(fs, "lr", defaults.LearningRate, learningRates, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
+	warmup := number(fs, "warmup", defaults.WarmupRatio, fractions, "warm-up as a fraction of all steps (default: 0.1 from a random initialisation, HF's 0 from pretrained weights)")
 	pretrainedFrom := pretrainedFlag(fs)
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size")
 	loraRank := fs.Int("lora-rank", 0, "insert LoRA adapters of this rank (0: full fine-tuning); fused after training")
-	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA alpha (default: the rank, so the scale α/r is 1)")
+	loraAlpha := number(fs, "lora-alpha", 0, loraAlphas, "LoRA alpha (default: the rank, so the scale α/r is 1)")
 	freeze := fs.Bool("freeze-embeddings", false, "freeze bert.embeddings, as Tutorial 2 does")
 	groupByLength := fs.Bool("group-by-length", false, "batch training examples of similar length together (HF's group_by_length): faster epochs on IMDb")
 	out := fs.String("out", "", "export the trained MaseGraph to CKPT.safetensors and CKPT.json")
@@ -57,6 +57,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if *limit < 0 || *evalLimit < 0 || *loraRank < 0 {
 		return fmt.Errorf("--limit, --eval-limit and --lora-rank must be ≥ 0")
+	}
+	if err := checkOutputPath("--out", *out); err != nil {
+		return err
 	}
 	set := flagsSet(fs)
 	opts := finetune.Options{Model: *model, Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen,
