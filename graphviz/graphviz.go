@@ -5,6 +5,16 @@
 // drawings work on a fresh machine and inside notebooks. (go-graphviz
 // v0.2.1's own wazero crashes under Go 1.26; go.mod pins wazero v1.11.0,
 // which fixes it.)
+//
+// go-graphviz compiles its WebAssembly when a binary starts, in its package
+// initialisation, and keeps the compiled code in a cache. Left alone it would
+// use $TMPDIR/go-graphviz, shared by every user of the machine (a second
+// user's program panics on the first one's files) and leave a $TMPDIR/graphvizNNN
+// folder behind; here (graphviz/internal/initdir) the cache is the user's
+// own, os.UserCacheDir()/gomase/graphviz (~/.cache/gomase/graphviz on Linux,
+// see CacheDir), and nothing is left in $TMPDIR. Removing that folder clears
+// the cache; the next program compiles again (about a second). A user without
+// a usable cache folder gets a private temporary one, removed at start-up.
 package graphviz
 
 import (
@@ -16,7 +26,18 @@ import (
 	"sync"
 
 	gv "github.com/goccy/go-graphviz"
+
+	"github.com/gomase/gomase/graphviz/internal/initdir"
 )
+
+// go-graphviz's initialisation has run (its package is imported here): put
+// TMPDIR back and remove the folder it used.
+func init() { _ = initdir.Restore() }
+
+// CacheDir returns the folder that keeps go-graphviz's compiled WebAssembly
+// for this user, os.UserCacheDir()/gomase/graphviz/wazero ("" when this
+// process keeps none); removing it clears the cache.
+func CacheDir() string { return initdir.CacheDir() }
 
 // Digraph is a directed graph being described in DOT.
 type Digraph struct {
@@ -145,6 +166,9 @@ func RenderSVG(dot string) ([]byte, error) {
 	if renderer == nil {
 		r, err := gv.New(ctx)
 		if err != nil {
+			if setup := initdir.Err(); setup != nil {
+				err = fmt.Errorf("%w (its folders: %v)", err, setup)
+			}
 			return nil, fmt.Errorf("graphviz: starting the WebAssembly Graphviz: %w", err)
 		}
 		renderer = r
