@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 const env = "TMPDIR"
@@ -58,6 +59,7 @@ func init() {
 func prepare() (dir, kept string, err error) {
 	kept, err = userCache()
 	if err == nil {
+		sweep(filepath.Dir(kept))
 		dir, err = os.MkdirTemp(filepath.Dir(kept), "init-")
 		if err == nil {
 			if err = os.Symlink(kept, filepath.Join(dir, "go-graphviz")); err == nil {
@@ -71,6 +73,21 @@ func prepare() (dir, kept string, err error) {
 		return "", "", errors.Join(err, err2)
 	}
 	return dir, "", err
+}
+
+// staleAfter is the age of an init- folder that no process uses any more:
+// a process keeps its folder only through go-graphviz's start-up (well
+// under a second), so an older one was left by a process that was killed.
+const staleAfter = time.Hour
+
+// sweep removes the init- folders in parent left by killed processes.
+func sweep(parent string) {
+	old, _ := filepath.Glob(filepath.Join(parent, "init-*"))
+	for _, dir := range old {
+		if info, err := os.Lstat(dir); err == nil && info.IsDir() && time.Since(info.ModTime()) > staleAfter {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // userCache makes (or checks) the compilation cache folder in the user's

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // This test binary has no go-graphviz: its init pointed TMPDIR at a folder
@@ -70,5 +71,33 @@ func TestPrepareOthersCache(t *testing.T) {
 	defer os.RemoveAll(dir)
 	if err == nil || kept != "" {
 		t.Errorf("another user's folder in the cache: cache %q, error %v", kept, err)
+	}
+}
+
+// TestSweepRemovesOnlyStaleFolders: an init- folder older than staleAfter
+// (its process was killed) is removed; a fresh one, which a starting
+// process may be using, and other entries are kept.
+func TestSweepRemovesOnlyStaleFolders(t *testing.T) {
+	parent := t.TempDir()
+	stale, fresh, other := filepath.Join(parent, "init-1"), filepath.Join(parent, "init-2"), filepath.Join(parent, "wazero")
+	for _, d := range []string{stale, fresh, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * staleAfter)
+	for _, d := range []string{stale, other} {
+		if err := os.Chtimes(d, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep(parent)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale %s kept: %v", stale, err)
+	}
+	for _, d := range []string{fresh, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
 	}
 }
