@@ -104,7 +104,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.space, "space", "", "search space: "+strings.Join(searchSpaces, ", ")+" (required)")
 	fs.StringVar(&f.sampler, "sampler", "tpe", "sampler: random, grid or tpe")
 	fs.IntVar(&f.trials, "trials", 10, "stop when the study holds this many complete trials, counting those already in --storage and those other workers sharing it run (grid: at most the grid's size)")
-	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine), or a PostgreSQL URL "+
+	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine; created if missing, and an existing file must be a journal), or a PostgreSQL URL "+
 		"postgresql://USER:PASSWORD@HOST:PORT/DB (workers on several machines share the study); a killed search started again with it resumes (default: memory only)")
 	durationVar(fs, &f.heartbeat, "heartbeat", 0, false, "with a postgresql:// --storage: refresh this worker's heartbeat every D (e.g. 60s), so that workers on other machines mark its trial failed when it dies (Optuna's heartbeat_interval; 0: off)")
 	fs.IntVar(&f.retryFailed, "retry-failed", 0, "run a trial that failed (its objective failed, or its worker died) again with the same parameters, at most N times per trial (Optuna's RetryFailedTrialCallback; 0: never)")

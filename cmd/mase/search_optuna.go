@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/search"
@@ -119,7 +123,7 @@ func runSearchExport(args []string, stdout, stderr io.Writer) error {
 func runSearchImport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("search import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storage := fs.String("storage", "", "where to create the study: a journal file (created if needed) or a postgresql:// URL (required)")
+	storage := fs.String("storage", "", "where to create the study: a journal file (created if needed; an existing file must be a journal) or a postgresql:// URL (required)")
 	study := fs.String("study", "", "the study of the journal to import (default: its only study)")
 	as := fs.String("as", "", "the name of the study in --storage (default: the same as in the journal)")
 	in, err := parseWithFile(fs, args, "Optuna journal")
@@ -134,12 +138,7 @@ func runSearchImport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	st, err := search.OpenStorage(*storage, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	imp, err := search.ImportOptunaJournal(st, f, *study, *as)
+	imp, into, err := importInto(*storage, f, *study, *as, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -151,10 +150,39 @@ func runSearchImport(args []string, stdout, stderr io.Writer) error {
 	}
 	sort.Strings(parts)
 	fmt.Fprintf(stderr, "imported study %q (%v, %d trials: %s) from %s into %s; go on with: mase search --storage %s --study %s …\n",
-		imp.Study, imp.Direction, total, strings.Join(parts, ", "), in, st.String(), st.String(), imp.Study)
+		imp.Study, imp.Direction, total, strings.Join(parts, ", "), in, into, into, imp.Study)
 	for _, note := range imp.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"imported": imp.Study, "direction": imp.Direction.String(),
 		"trials": total, "states": stateCounts(imp.Trials), "notes": imp.Notes})
+}
+
+// importInto imports the Optuna journal r into the storage spec names and
+// returns the storage's name. A journal file that does not exist yet is made
+// aside and takes its name only when the import succeeded (and was not
+// interrupted), so a failed import leaves no file; an existing file must be
+// a journal, and the study is appended to it in one write, or not at all.
+func importInto(spec string, r io.Reader, study, as string, logger *slog.Logger) (search.OptunaImport, string, error) {
+	var imp search.OptunaImport
+	if _, err := os.Lstat(spec); errors.Is(err, fs.ErrNotExist) && !search.IsPostgresURL(spec) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := search.CreateJournal(ctx, spec, logger, func(j *search.JournalStorage) error {
+			var err error
+			imp, err = search.ImportOptunaJournal(j, r, study, as)
+			return err
+		})
+		if errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("interrupted; %s was not created", spec)
+		}
+		return imp, spec, err
+	}
+	st, err := search.OpenStorage(spec, logger)
+	if err != nil {
+		return imp, "", err
+	}
+	defer st.Close()
+	imp, err = search.ImportOptunaJournal(st, r, study, as)
+	return imp, st.String(), err
 }

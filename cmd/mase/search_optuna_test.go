@@ -220,3 +220,52 @@ func TestSearchExportImportErrors(t *testing.T) {
 		t.Errorf("import --as s2: exit %d, %s %s", code, outJSON, errOut)
 	}
 }
+
+// TestSearchImportFailureLeavesNothing: an import that fails leaves no
+// journal (and no temporary file) behind; one that succeeds leaves just
+// the journal.
+func TestSearchImportFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, content, want string }{
+		{"empty.log", "", "the journal holds no study"},
+		{"multi.log", `{"op_code": 0, "worker_id": "w", "study_name": "mo", "directions": [1, 2]}` + "\n", "has 2 objectives"},
+		{"broken.log", `{"op_code": 0, "worker_id": "w", "study_name": "b", "directions": [2]}` + "\nnot json\n" +
+			`{"op_code": 0, "worker_id": "w", "study_name": "c", "directions": [2]}` + "\n", "line 2 is not JSON"},
+	} {
+		in := filepath.Join(dir, c.name)
+		if err := os.WriteFile(in, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "new.jsonl")
+		code, _, errOut := runCLI("search", "import", "--storage", out, in)
+		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("import %s: exit %d, stderr %q, want one line with %q", c.name, code, errOut, c.want)
+		}
+		if _, err := os.Lstat(out); err == nil {
+			t.Errorf("import %s failed but left %s", c.name, filepath.Base(out))
+			os.Remove(out)
+		}
+	}
+	good := filepath.Join(dir, "good.log")
+	os.WriteFile(good, []byte(`{"op_code": 0, "worker_id": "w", "study_name": "g", "directions": [2]}`+"\n"), 0o644)
+	out := filepath.Join(dir, "new.jsonl")
+	if code, _, errOut := runCLI("search", "import", "--storage", out, good); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"broken.log", "empty.log", "good.log", "multi.log", "new.jsonl"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("files after the imports: %v, want %v", names, want)
+	}
+	st, err := search.OpenJournal(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := search.NewStudy(search.Config{Name: "g", Direction: search.Maximize, Storage: st}); err != nil {
+		t.Errorf("the imported study: %v", err)
+	}
+}

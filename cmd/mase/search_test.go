@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/safetensors"
 	"github.com/gomase/gomase/mase/search"
 )
 
@@ -314,4 +316,106 @@ func diff(a, b float64) float64 {
 		return a - b
 	}
 	return b - a
+}
+
+// foreignStorages writes, in dir, files that are not study journals, as a
+// mistyped --storage may name them: a checkpoint, a model's JSON
+// configuration, a text file without a final newline, an Optuna journal.
+// It returns each file's path and a word its refusal must give.
+func foreignStorages(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	values := make([]float32, 4096)
+	for i := range values {
+		values[i] = float32(i)*0.37 - 100 // many of these hold a newline byte
+	}
+	w, err := safetensors.NewF32([]int{64, 64}, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{filepath.Join(dir, "model.safetensors"): "binary"}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), &safetensors.File{Tensors: map[string]*safetensors.Tensor{"fc.weight": w}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ content, reason string }{
+		"config.json": {`{"hidden_size": 128, "num_hidden_layers": 2}` + "\n", "JSON"},
+		"notes.txt":   {"trial notes\nlast line without a newline", "text"},
+		"optuna.log":  {`{"op_code": 0, "worker_id": "w", "study_name": "s", "directions": [2]}` + "\n", "Optuna journal"},
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files[path] = c.reason
+	}
+	return files
+}
+
+// TestSearchStorageNotAJournal: `mase search`, `search export` and `search
+// import` refuse a --storage file that is not a journal in one line naming
+// it, and leave it byte for byte as it was.
+func TestSearchStorageNotAJournal(t *testing.T) {
+	dir := t.TempDir()
+	optunaIn := filepath.Join(dir, "in.log")
+	if err := os.WriteFile(optunaIn, []byte(`{"op_code": 0, "worker_id": "w", "study_name": "in", "directions": [2]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, reason := range foreignStorages(t, dir) {
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"search", "--space", "toy", "--trials", "2", "--storage", path, "--study", "s"},
+			{"search", "export", "--storage", path, "--study", "s", filepath.Join(dir, "out.log")},
+			{"search", "import", "--storage", path, optunaIn},
+		} {
+			code, _, errOut := runCLI(args...)
+			if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 || !strings.Contains(errOut, path+" is not a gomase study journal") ||
+				!strings.Contains(errOut, reason) {
+				t.Errorf("%s: exit %d, stderr (%d bytes) %.400q; want one line saying that %s is not a journal (%s)",
+					strings.Join(args[:2], " "), code, len(errOut), errOut, filepath.Base(path), reason)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Errorf("%s changed %s: %d bytes, was %d", strings.Join(args[:2], " "), filepath.Base(path), len(after), len(before))
+				os.WriteFile(path, before, 0o644)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.log")); err == nil {
+		t.Error("a refused export wrote its file")
+	}
+}
+
+// TestSearchRepairsCutShortJournal: a journal whose last record was cut
+// short by a crash is still taken; the search goes on, removing just that
+// record and saying so once.
+func TestSearchRepairsCutShortJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "study.jsonl")
+	args := []string{"search", "--space", "toy", "--trials", "2", "--storage", path, "--study", "cut"}
+	if code, _, errOut := runCLI(args...); code != 0 {
+		t.Fatal(errOut)
+	}
+	kept, _ := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"op":"create_trial","study":"cut","trial":2,"ti`)
+	f.Close()
+	args[4] = "3"
+	code, out, errOut := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if trials, _ := decodeTrialLines(t, out); len(trials) != 1 {
+		t.Errorf("%d trials run, want 1", len(trials))
+	}
+	if strings.Count(errOut, "ends with a cut-short record") != 1 || strings.Count(errOut, "removed a cut-short final journal record") != 1 ||
+		strings.Count(errOut, "level=WARN") != 2 {
+		t.Errorf("want one warning about the cut-short record and one about its removal:\n%s", errOut)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(after, kept) || after[len(after)-1] != '\n' || bytes.Contains(after, []byte(`"ti{`)) {
+		t.Errorf("the journal was not repaired by removing just its cut-short record:\n%s", after[len(kept):])
+	}
 }

@@ -2,16 +2,21 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // JournalStorage keeps studies in an append-only journal file: one JSON
@@ -21,11 +26,17 @@ import (
 // and is fsynced; so several worker processes on one machine may share a
 // journal, and trial numbers, allocated under the lock, stay unique.
 //
+// A journal starts with the header line
+// {"format":"gomase-search-journal","v":1}. A file is taken as a journal
+// only if it starts with that line or (a journal written before the header)
+// with a create_study record, or is empty; any other file is refused before
+// anything is written to it.
+//
 // Opening a journal replays it, so a study created on an existing journal
 // resumes: finished trials are kept, and trials whose process is gone are
 // marked Fail (see NewStudy). A final line cut short by a crash is ignored
-// with a warning and removed by the next append; any other unreadable line is
-// skipped with a warning.
+// with a warning and removed by the next append; other unreadable lines are
+// skipped, counted in one warning.
 //
 // A JournalStorage is safe for concurrent use by several goroutines.
 type JournalStorage struct {
@@ -37,7 +48,8 @@ type JournalStorage struct {
 	state   *memState
 	offset  int64 // bytes replayed so far; always just after a '\n'
 	line    int   // lines replayed so far
-	tail    int64 // bytes after offset without a final '\n' (a cut-short record)
+	tail    int64 // bytes after offset without a final '\n'
+	tailCut bool  // the tail can be a record cut short by a crash
 	warned  int64 // offset+tail we last warned about, to warn once
 	broken  error // set when a write failed: the file and state may disagree
 	closing bool
@@ -88,6 +100,91 @@ const (
 	journalVersion = 1
 )
 
+// What a journal file may start with. gomase's journal is its own format
+// (Optuna reads an export of it, not the journal), so a header line costs
+// no compatibility.
+const (
+	// journalHeader is the first line of every journal gomase creates: it
+	// marks the file as a journal before any study is in it.
+	journalHeader = `{"format":"gomase-search-journal","v":1}`
+	// legacyStart begins the first line of a journal written before the
+	// header: the creation of its first study (json.Marshal writes "op"
+	// and "study" first).
+	legacyStart = `{"op":"create_study","study":`
+	// recordStart begins every record.
+	recordStart = `{"op":"`
+	// maxHead bounds what is read of a file to recognise it.
+	maxHead = 64 << 10
+)
+
+// prefixEither reports whether one of b and s is a prefix of the other.
+func prefixEither(b []byte, s string) bool {
+	n := min(len(b), len(s))
+	return string(b[:n]) == s[:n]
+}
+
+// recogniseJournal checks head, the first bytes of a file of size bytes
+// (all of them, or maxHead), and returns the length of the header line to
+// skip (0 for a journal written before the header, or one whose first line
+// was cut short), or an error saying what the file holds instead.
+func recogniseJournal(path string, head []byte, size int64) (int64, error) {
+	line, complete := head, false
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		line, complete = head[:i], true
+	}
+	switch {
+	case !complete && int64(len(head)) == size:
+		// The whole file is one unterminated line: a journal whose first
+		// write was cut short holds a beginning of its header, or of its
+		// first record.
+		if strings.HasPrefix(journalHeader, string(line)) || prefixEither(line, legacyStart) {
+			return 0, nil
+		}
+	case !complete:
+	case string(line) == journalHeader:
+		return int64(len(line)) + 1, nil
+	case isStudyCreation(line):
+		return 0, nil
+	}
+	return 0, fmt.Errorf("search: %s is not a gomase study journal: it holds %s; give a journal gomase wrote, an empty file or a new file name (the file was left as it is)",
+		path, describeContent(head))
+}
+
+// isStudyCreation reports whether line is a create_study record.
+func isStudyCreation(line []byte) bool {
+	var r struct {
+		Op    string  `json:"op"`
+		Study *string `json:"study"`
+	}
+	return json.Unmarshal(line, &r) == nil && r.Op == opCreateStudy && r.Study != nil
+}
+
+// describeContent says what a file that is not a journal holds, from its
+// first bytes.
+func describeContent(head []byte) string {
+	valid := head
+	if len(head) == maxHead { // the last character may be cut
+		valid = head[:max(0, len(head)-utf8.UTFMax)]
+	}
+	if !utf8.Valid(valid) || bytes.ContainsFunc(head, func(r rune) bool {
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f
+	}) {
+		return "binary data (a checkpoint, an archive or another binary file)"
+	}
+	line := head
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		line = head[:i]
+	}
+	if json.Valid(line) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(line, &m) == nil && m["op_code"] != nil {
+			return "an Optuna journal (op_code records), which gomase imports (ImportOptunaJournal, mase search import) instead of opening"
+		}
+		return "JSON that is not a journal (its first line is neither the journal header nor a study's creation)"
+	}
+	return "text that is not a journal (its first line is neither the journal header nor a study's creation)"
+}
+
 // OpenJournal opens (creating it if needed) the journal file at path and
 // replays it. Warnings (a cut-short final record, unreadable lines) go to
 // logger, or to slog.Default() when logger is nil. Close the storage when done.
@@ -99,12 +196,79 @@ func OpenJournal(path string, logger *slog.Logger) (*JournalStorage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: open journal: %w", err)
 	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("search: open journal: %w", err)
+		}
+		return nil, fmt.Errorf("search: %s is not a regular file (%v); a journal is a file: give a journal gomase wrote, an empty file or a new file name", path, fi.Mode().Type())
+	}
 	j := &JournalStorage{path: path, logger: logger, f: f, state: newMemState(), warned: -1}
 	if err := j.read(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return j, nil
+}
+
+// CreateJournal creates a journal at path, which must not exist yet,
+// holding what fill records in it. fill gets the journal while it is a
+// temporary file beside path (named .NAME.tmp-*); the file takes path's
+// name only once fill has returned nil and ctx is not done, and is removed
+// otherwise, so a failure leaves nothing at path. The journal is closed
+// when CreateJournal returns.
+func CreateJournal(ctx context.Context, path string, logger *slog.Logger, fill func(*JournalStorage) error) (err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("search: %s already exists; CreateJournal makes a new journal (open an existing one with OpenJournal)", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("search: creating journal %s: %w", path, err)
+	}
+	name := tmp.Name()
+	tmp.Close()
+	j, err := OpenJournal(name, logger)
+	if err != nil {
+		os.Remove(name)
+		return err
+	}
+	j.path = path // what messages name
+	defer func() {
+		j.Close()
+		if err != nil {
+			os.Remove(name)
+		}
+	}()
+	if err := fill(j); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("search: creating journal %s: %w; nothing was written", path, err)
+	}
+	if err := os.Chmod(name, 0o644); err != nil {
+		return fmt.Errorf("search: creating journal %s: %w", path, err)
+	}
+	// A link, unlike a rename, never replaces a file that appeared at path
+	// meanwhile.
+	if err := os.Link(name, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("search: %s appeared while its journal was being made; it was left as it is and nothing was written", path)
+		}
+		// A file system without hard links.
+		if _, serr := os.Lstat(path); serr == nil {
+			return fmt.Errorf("search: %s appeared while its journal was being made; it was left as it is and nothing was written", path)
+		}
+		if err := os.Rename(name, path); err != nil {
+			return fmt.Errorf("search: creating journal %s: %w", path, err)
+		}
+	} else {
+		os.Remove(name)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync() // best effort: the journal itself is synced
+		d.Close()
+	}
+	return nil
 }
 
 // Path returns the journal's file name.
@@ -157,50 +321,121 @@ func (j *JournalStorage) catchUp() error {
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
-	size := fi.Size()
+	return j.catchUpFrom(j.f, fi.Size())
+}
+
+// catchUpFrom replays the complete lines of r (the journal's size bytes)
+// after j.offset. At offset 0 it first checks that r is a journal.
+func (j *JournalStorage) catchUpFrom(r io.ReaderAt, size int64) error {
 	if size < j.offset {
 		return fmt.Errorf("journal %s shrank from %d to %d bytes; it was changed by something other than a JournalStorage", j.path, j.offset, size)
+	}
+	if j.offset == 0 && size > 0 {
+		head, err := readAt(r, 0, min(size, maxHead))
+		if err != nil {
+			return fmt.Errorf("journal %s: read: %w", j.path, err)
+		}
+		skip, err := recogniseJournal(j.path, head, size)
+		if err != nil {
+			return err
+		}
+		if skip > 0 {
+			j.offset, j.line = skip, 1
+		}
 	}
 	if size == j.offset {
 		j.tail = 0
 		return nil
 	}
-	buf := make([]byte, size-j.offset)
-	if n, err := j.f.ReadAt(buf, j.offset); err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+	buf, err := readAt(r, j.offset, size-j.offset)
+	if err != nil {
 		return fmt.Errorf("journal %s: read: %w", j.path, err)
 	}
+	j.scan(buf)
+	return nil
+}
+
+// readAt reads n bytes of r at off.
+func readAt(r io.ReaderAt, off, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	if got, err := r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && got == len(buf)) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// scan replays the complete lines of buf, the journal from j.offset on,
+// and keeps what follows the last newline as the tail. Skipped lines are
+// reported in one warning.
+func (j *JournalStorage) scan(buf []byte) {
+	var unreadable, notApplying, firstLine int
+	var firstErr error
 	for {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
 			break
 		}
 		j.line++
-		j.replay(buf[:i])
+		readable, err := j.replay(buf[:i])
+		if err != nil {
+			if readable {
+				notApplying++
+			} else {
+				unreadable++
+			}
+			if firstErr == nil {
+				firstLine, firstErr = j.line, err
+			}
+		}
 		buf = buf[i+1:]
 		j.offset += int64(i + 1)
 	}
+	if firstErr != nil {
+		j.logger.Warn("search: skipped journal lines that are unreadable or do not apply", "journal", j.path,
+			"unreadable", unreadable, "not_applying", notApplying, "first_line", firstLine, "first_error", firstErr)
+	}
 	j.tail = int64(len(buf))
-	if j.tail > 0 && j.warned != j.offset+j.tail {
-		j.warned = j.offset + j.tail
+	j.tailCut = j.tail > 0 && j.cutShort(buf)
+	if j.tail == 0 || j.warned == j.offset+j.tail {
+		return
+	}
+	j.warned = j.offset + j.tail
+	if j.tailCut {
 		j.logger.Warn("search: journal ends with a cut-short record (a writer crashed mid-write); ignoring it, the next append removes it",
 			"journal", j.path, "line", j.line+1, "offset", j.offset, "bytes", j.tail)
+	} else {
+		j.logger.Warn("search: journal ends with bytes that are not a record, without a final newline; ignoring them, and refusing to write until they are removed",
+			"journal", j.path, "line", j.line+1, "offset", j.offset, "bytes", j.tail)
 	}
-	return nil
 }
 
-// replay applies one line to the state; bad lines are skipped with a warning.
-func (j *JournalStorage) replay(line []byte) {
+// cutShort reports whether tail, the bytes after the journal's last
+// newline, can be a record cut short by a crash: the beginning of what a
+// writer appends there.
+func (j *JournalStorage) cutShort(tail []byte) bool {
+	if bytes.IndexByte(tail, '\n') >= 0 {
+		return false
+	}
+	if j.offset == 0 {
+		return strings.HasPrefix(journalHeader, string(tail)) || prefixEither(tail, legacyStart)
+	}
+	return prefixEither(tail, recordStart)
+}
+
+// replay applies one line to the state. It returns an error for a line that
+// is skipped, and whether the line was a readable record.
+func (j *JournalStorage) replay(line []byte) (readable bool, err error) {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return
+		return true, nil
 	}
 	var r journalRecord
 	if err := json.Unmarshal(line, &r); err != nil {
-		j.logger.Warn("search: skipping an unreadable journal line", "journal", j.path, "line", j.line, "error", err)
-		return
+		return false, err
 	}
 	if err := j.apply(&r); err != nil {
-		j.logger.Warn("search: skipping a journal record that does not apply", "journal", j.path, "line", j.line, "op", r.Op, "error", err)
+		return true, fmt.Errorf("%s: %w", r.Op, err)
 	}
+	return true, nil
 }
 
 // apply changes the state as record r says; it validates first, so an error
@@ -380,11 +615,15 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 		return err
 	}
 	if j.tail > 0 {
+		if !j.tailCut {
+			return fmt.Errorf("search: journal %s ends with %d bytes after its last newline that are not a cut-short record; "+
+				"not writing (only a cut-short record is removed; remove those bytes by hand if they are not wanted)", j.path, j.tail)
+		}
 		if err := j.f.Truncate(j.offset); err != nil {
 			return fmt.Errorf("journal %s: removing a cut-short final record: %w", j.path, err)
 		}
 		j.logger.Warn("search: removed a cut-short final journal record", "journal", j.path, "offset", j.offset, "bytes", j.tail)
-		j.tail = 0
+		j.tail, j.tailCut = 0, false
 	}
 	// The records fn emits are applied at once and written together, in one
 	// write and one fsync, when fn returns (even with an error: those
@@ -393,6 +632,11 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 	// by a crash of this process.
 	var buf []byte
 	lines := 0
+	if j.offset == 0 { // an empty file: the header goes first
+		buf = append(buf, journalHeader+"\n"...)
+		lines++
+	}
+	records := 0
 	emit := func(r *journalRecord) error {
 		line, err := json.Marshal(r)
 		if err != nil {
@@ -403,10 +647,11 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 		}
 		buf = append(append(buf, line...), '\n')
 		lines++
+		records++
 		return nil
 	}
 	ferr := fn(emit)
-	if len(buf) == 0 {
+	if records == 0 {
 		return ferr
 	}
 	if _, err := j.f.Write(buf); err != nil {
@@ -522,9 +767,10 @@ func (j *JournalStorage) importStudy(name string, dir Direction, trials []Frozen
 		if _, ok := j.state.studies[name]; ok {
 			return fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)
 		}
-		// Validate everything first: a record that does not apply would
-		// leave half a study in the journal.
-		recs := make([]*journalRecord, 0, len(trials))
+		// Validate everything first, on a scratch state: a record that
+		// does not apply would leave half a study in the journal.
+		now := time.Now()
+		recs := []*journalRecord{{Op: opCreateStudy, Study: name, Version: journalVersion, Direction: dir.String(), Time: &now}}
 		for i, ft := range trials {
 			ft.Number = i
 			if err := checkAdded(&ft); err != nil {
@@ -536,9 +782,14 @@ func (j *JournalStorage) importStudy(name string, dir Direction, trials []Frozen
 			}
 			recs = append(recs, r)
 		}
-		now := time.Now()
-		if err := emit(&journalRecord{Op: opCreateStudy, Study: name, Version: journalVersion, Direction: dir.String(), Time: &now}); err != nil {
-			return err
+		scratch := &JournalStorage{path: j.path, state: newMemState()}
+		for _, r := range recs {
+			if _, err := json.Marshal(r); err != nil {
+				return err
+			}
+			if err := scratch.apply(r); err != nil {
+				return err
+			}
 		}
 		for _, r := range recs {
 			if err := emit(r); err != nil {

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +47,8 @@ var deadOwnerJSON = sync.OnceValue(func() string {
 	return string(b)
 })
 
-// readJournal parses every line of a journal, failing on an unreadable one.
+// readJournal parses every record of a journal (the lines after the header,
+// if any), failing on an unreadable one.
 func readJournal(t *testing.T, path string) []journalRecord {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -56,7 +59,7 @@ func readJournal(t *testing.T, path string) []journalRecord {
 		t.Fatalf("journal does not end with a newline: %q", b[max(0, len(b)-40):])
 	}
 	var recs []journalRecord
-	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(b, []byte(journalHeaderLine))))
 	for sc.Scan() {
 		var r journalRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
@@ -183,14 +186,14 @@ func TestJournalCrashResume(t *testing.T) {
 			t.Errorf("trial %d has %d finish records", n, finishes[n])
 		}
 	}
-	// An unreadable line in the middle is skipped with a warning.
+	// Bad lines in the middle are skipped, counted in one warning.
 	appendRecords(t, path, `not json`, `{"op":"set_param","study":"c","trial":99}`)
 	logBuf.Reset()
 	s3 := openStudy(t, path, "c", NewRandomSampler(3), logger)
 	if ts3, _ := s3.Trials(); len(ts3) != 7 {
 		t.Errorf("%d trials after bad lines, want 7", len(ts3))
 	}
-	if !strings.Contains(logBuf.String(), "unreadable journal line") || !strings.Contains(logBuf.String(), "does not apply") {
+	if !strings.Contains(logBuf.String(), "unreadable=1 not_applying=1") {
 		t.Errorf("bad lines not reported; log:\n%s", logBuf.String())
 	}
 }
@@ -278,4 +281,250 @@ func TestJournalProcessCrash(t *testing.T) {
 		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), countStates(ts, Complete))
 	}
 	checkUniqueNumbers(t, path, "mp", 6)
+}
+
+// journalHeaderLine is the first line of a journal gomase creates. It is
+// written out here, not taken from the package, so that a change of the
+// on-disk format shows up as a failing test.
+const journalHeaderLine = `{"format":"gomase-search-journal","v":1}` + "\n"
+
+// checkpointLike returns the bytes of a small safetensors checkpoint: an
+// 8-byte header length, a JSON header, then float32 data holding many
+// newline bytes and no final newline.
+func checkpointLike() []byte {
+	header := `{"__metadata__":{"format":"pt"},"fc.weight":{"dtype":"F32","shape":[1024],"data_offsets":[0,4096]}}`
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+	b = append(b, header...)
+	for i := range 1024 {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(i)*0.5+0.0039)|0x0a0a)
+	}
+	return b
+}
+
+// foreignFiles are files that are not journals, each with a word its
+// refusal must give.
+var foreignFiles = []struct {
+	name, content, reason string
+}{
+	{"checkpoint", string(checkpointLike()), "binary"},
+	{"JSON config", `{"hidden_size": 128, "num_layers": 2}` + "\n", "JSON"},
+	{"JSON without a final newline", `{"a": 1}`, "JSON"},
+	{"JSON lines of another kind", "[1, 2]\n[3, 4]\n", "JSON"},
+	{"Optuna journal", `{"op_code": 0, "worker_id": "w-1", "study_name": "s", "directions": [2]}` + "\n", "Optuna journal"},
+	{"text without a final newline", "first line\nsecond line\nlast line", "text"},
+	{"text", "notes\n", "text"},
+	{"a record that never starts a journal", `{"op":"set_param","study":"s","trial":0}` + "\n", "JSON"},
+}
+
+// TestJournalRefusesForeignFiles: OpenJournal refuses a file that is not a
+// journal in one line naming the file and what it holds, before writing
+// anything, and logs nothing.
+func TestJournalRefusesForeignFiles(t *testing.T) {
+	for _, c := range foreignFiles {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "study.jsonl")
+			if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var logBuf bytes.Buffer
+			j, err := OpenJournal(path, slog.New(slog.NewTextHandler(&logBuf, nil)))
+			if err == nil {
+				// Before the fix the file was taken; a study then wrote into it.
+				s, serr := NewStudy(Config{Name: "s", Sampler: NewRandomSampler(1), Storage: j, Logger: quiet})
+				if serr == nil {
+					s.Optimize(context.Background(), sphere, 1, 0)
+				}
+				j.Close()
+				t.Errorf("OpenJournal took a %s", c.name)
+			} else if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, path) || !strings.Contains(msg, c.reason) {
+				t.Errorf("error %q: want one line naming %s and %q", msg, path, c.reason)
+			}
+			if logBuf.Len() > 0 {
+				t.Errorf("%d log bytes for a refused file, want none:\n%.300s", logBuf.Len(), logBuf.String())
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, []byte(c.content)) {
+				t.Errorf("the file changed: %d bytes, was %d", len(got), len(c.content))
+			}
+		})
+	}
+}
+
+// TestJournalHeader: a new journal, and an existing empty file adopted as
+// one, start with the header line; reopened, the study is there.
+func TestJournalHeader(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "h.jsonl")
+		if existing {
+			os.WriteFile(path, nil, 0o644)
+		}
+		s := openStudy(t, path, "h", NewRandomSampler(1), nil)
+		if err := s.Optimize(context.Background(), sphere, 2, 0); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(path)
+		if !bytes.HasPrefix(b, []byte(journalHeaderLine)) || bytes.Count(b, []byte(journalHeaderLine)) != 1 {
+			t.Errorf("existing empty file %v: the journal does not start with the header once: %.80q", existing, b)
+		}
+		s2 := openStudy(t, path, "h", NewRandomSampler(2), nil)
+		if ts, _ := s2.Trials(); countStates(ts, Complete) != 2 {
+			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, countStates(ts, Complete))
+		}
+	}
+}
+
+// TestJournalRepairsOnlyItsCutShortTail: a journal (with the header, or
+// written before it) whose last record was cut short is read with one
+// warning and left unchanged by reading; the next write removes just the
+// cut-short tail, saying so once. A tail that is not a record is never
+// removed: writing is refused and the file stays as it is.
+func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
+	study := `{"op":"create_study","study":"r","v":1,"direction":"minimize"}` + "\n"
+	trial := fmt.Sprintf(`{"op":"create_trial","study":"r","trial":0,"owner":%s}`, deadOwnerJSON()) + "\n"
+	cut := `{"op":"finish_trial","study":"r","trial":0,"sta`
+	for _, c := range []struct {
+		name, keep, tail string
+		trials           int // trials read before the write
+	}{
+		{"journal", journalHeaderLine + study + trial, cut, 1},
+		{"journal written before the header", study + trial, cut, 1},
+		{"journal with a cut-short first record", journalHeaderLine, `{"op":"create_st`, 0},
+		{"only a cut-short header", "", `{"format":"gomase-sea`, 0},
+		{"only a cut-short first record written before the header", "", `{"op":"create_study","study":"r","v`, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			os.WriteFile(path, []byte(c.keep+c.tail), 0o644)
+			var logBuf bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logBuf, nil))
+			j, err := OpenJournal(path, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if got, _ := os.ReadFile(path); string(got) != c.keep+c.tail {
+				t.Fatal("opening the journal changed it")
+			}
+			if n := strings.Count(logBuf.String(), "ends with a cut-short record"); n != 1 {
+				t.Errorf("%d warnings about the cut-short record, want 1:\n%s", n, logBuf.String())
+			}
+			s, err := NewStudy(Config{Name: "r", Sampler: NewRandomSampler(1), Storage: j, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts, _ := s.Trials(); len(ts) != c.trials {
+				t.Errorf("%d trials, want %d", len(ts), c.trials)
+			}
+			if err := s.Optimize(context.Background(), sphere, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if !strings.HasPrefix(string(got), c.keep) {
+				t.Errorf("the write changed the complete lines:\n%s", got)
+			}
+			readJournal(t, path) // every line a record (the tail is gone), a final newline
+			if n := strings.Count(logBuf.String(), "removed a cut-short"); n != 1 {
+				t.Errorf("%d log lines about the repair, want 1:\n%s", n, logBuf.String())
+			}
+		})
+	}
+
+	t.Run("tail that is not a record", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "r.jsonl")
+		content := journalHeaderLine + study + "\x00\x01\x02 not a record"
+		os.WriteFile(path, []byte(content), 0o644)
+		j, err := OpenJournal(path, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		_, err = NewStudy(Config{Name: "other", Storage: j, Logger: quiet})
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a cut-short record") {
+			t.Errorf("writing after a tail that is not a record: %v", err)
+		}
+		if got, _ := os.ReadFile(path); string(got) != content {
+			t.Errorf("the file changed:\n%q", got)
+		}
+	})
+}
+
+// TestJournalBadLinesSummarised: unreadable lines and records that do not
+// apply are reported in one warning with their counts, not one each.
+func TestJournalBadLinesSummarised(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	s := openStudy(t, path, "b", NewRandomSampler(1), nil)
+	if err := s.Optimize(context.Background(), sphere, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := range 300 {
+		lines = append(lines, fmt.Sprintf("garbage %d", i))
+	}
+	for i := range 200 {
+		lines = append(lines, fmt.Sprintf(`{"op":"set_param","study":"b","trial":%d}`, 100+i))
+	}
+	appendRecords(t, path, lines...)
+	var logBuf bytes.Buffer
+	s2 := openStudy(t, path, "b", NewRandomSampler(2), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if ts, _ := s2.Trials(); countStates(ts, Complete) != 2 {
+		t.Errorf("%d complete trials, want 2", countStates(ts, Complete))
+	}
+	log := strings.TrimSpace(logBuf.String())
+	if strings.Count(log, "\n") != 0 || !strings.Contains(log, "unreadable=300") || !strings.Contains(log, "not_applying=200") {
+		t.Errorf("want one warning with unreadable=300 and not_applying=200; log:\n%.600s", log)
+	}
+}
+
+// TestCreateJournal: a journal made with CreateJournal appears only when
+// its fill succeeded and the context is not done; otherwise nothing is left
+// in the folder. An existing file is never replaced.
+func TestCreateJournal(t *testing.T) {
+	createStudy := func(j *JournalStorage) error {
+		_, err := NewStudy(Config{Name: "c", Storage: j, Logger: quiet})
+		return err
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		fill  func(*JournalStorage) error
+		exist bool
+		want  string // "" for success
+	}{
+		{"success", context.Background(), createStudy, false, ""},
+		{"fill fails after writing", context.Background(), func(j *JournalStorage) error {
+			if err := createStudy(j); err != nil {
+				return err
+			}
+			return errors.New("bad input")
+		}, false, "bad input"},
+		{"interrupted", cancelled, createStudy, false, "context canceled; nothing was written"},
+		{"existing file", context.Background(), createStudy, true, "already exists"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "new.jsonl")
+			if c.exist {
+				os.WriteFile(path, []byte("mine\n"), 0o644)
+			}
+			err := CreateJournal(c.ctx, path, quiet, c.fill)
+			entries, _ := os.ReadDir(dir)
+			got, _ := os.ReadFile(path)
+			switch {
+			case c.want == "":
+				if err != nil || len(entries) != 1 || !bytes.HasPrefix(got, []byte(journalHeaderLine)) {
+					t.Fatalf("err %v, %d files, journal %q", err, len(entries), got)
+				}
+				if len(readJournal(t, path)) != 1 {
+					t.Errorf("want the study's record in the journal")
+				}
+			case err == nil || !strings.Contains(err.Error(), c.want):
+				t.Errorf("err %v, want %q", err, c.want)
+			case c.exist && (len(entries) != 1 || string(got) != "mine\n"):
+				t.Errorf("the existing file changed, or a file was left: %d files, %q", len(entries), got)
+			case !c.exist && len(entries) != 0:
+				t.Errorf("a failed CreateJournal left %d files", len(entries))
+			}
+		})
+	}
 }
