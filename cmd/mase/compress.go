@@ -105,6 +105,8 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	if *ckpt != "" && set["pretrained"] {
 		return errStartTwice
 	}
+	ctx, release := interruptible() // until the data and the starting model are in
+	defer release()
 	start := *ckpt
 	if start == "" {
 		dir, err := os.MkdirTemp("", "gomase-compress-")
@@ -118,14 +120,15 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 		if !*asJSON {
 			so.Hub.Progress = downloadProgress(stderr)
 		}
-		res, err := trainStart(so, &cfg, *startEpochs, set["lr"], stderr)
+		res, err := trainStart(ctx, so, &cfg, *startEpochs, set["lr"], stderr)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "starting model: %s; %s accuracy %.4f after %d epoch(s)\n", res.Start, res.EvalSplit, res.Final.Accuracy, *startEpochs)
 	}
 	cfg.Epochs = *epochs
-	s, err := compress.NewSession(o, cfg)
+	s, err := compress.NewSessionContext(ctx, o, cfg)
+	release()
 	if err != nil {
 		return err
 	}

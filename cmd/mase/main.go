@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -177,7 +178,7 @@ var errStartTwice = errors.New("--pretrained chooses how the starting model is t
 // bert-base-uncased's (the sweep and search data are tokenised with it),
 // and moves base to the start's learning rate and warm-up when the start
 // was pretrained and --lr was not given.
-func trainStart(o finetune.Options, base *train.Config, epochs int, lrSet bool, stderr io.Writer) (*finetune.Result, error) {
+func trainStart(ctx context.Context, o finetune.Options, base *train.Config, epochs int, lrSet bool, stderr io.Writer) (*finetune.Result, error) {
 	seed, trainer, lr := base.Seed, base.Trainer, base.LearningRate
 	o.Tune = func(cfg *train.Config) {
 		cfg.Epochs, cfg.Seed, cfg.Trainer = epochs, seed, trainer
@@ -185,7 +186,7 @@ func trainStart(o finetune.Options, base *train.Config, epochs int, lrSet bool, 
 			cfg.LearningRate = lr
 		}
 	}
-	res, err := finetune.Run(o)
+	res, err := finetune.RunContext(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("training the starting model: %w", err)
 	}

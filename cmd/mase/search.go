@@ -193,6 +193,10 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	// Downloads (data, vocabulary, a pretrained start) stop on SIGINT and
+	// SIGTERM until the study starts, which handles them itself.
+	ctx, release := interruptible()
+	defer release()
 	var objective search.Objective
 	var grid func() (map[string][]any, error)
 	var value string
@@ -202,13 +206,13 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		if f.study == "" {
 			f.study = "bert-tiny-nas-study"
 		}
-		objective, grid, value, err = nasFlags.objective(f, set, stderr)
+		objective, grid, value, err = nasFlags.objective(ctx, f, set, stderr)
 	case "mixed-precision":
 		if f.study == "" {
 			f.study = "bert-tiny-mixed-precision-study"
 		}
 		defer mpFlags.removeStart()
-		objective, grid, value, err = mpFlags.objective(f, set, stderr)
+		objective, grid, value, err = mpFlags.objective(ctx, f, set, stderr)
 	case "toy":
 		if f.study == "" {
 			f.study = "toy-study"
@@ -216,6 +220,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		objective, value = toyObjective(*toySleep), "toy objective (synthetic, no training)"
 		grid = func() (map[string][]any, error) { return toyGrid, nil }
 	}
+	release()
 	if err != nil {
 		return err
 	}
@@ -326,7 +331,7 @@ func newSampler(name string, seed int64, tpeStartup int, grid func() (map[string
 }
 
 // searchSession loads the data the trials train and evaluate on.
-func searchSession(f searchFlags, stderr io.Writer) (*compress.Session, error) {
+func searchSession(ctx context.Context, f searchFlags, stderr io.Writer) (*compress.Session, error) {
 	o := finetune.Options{Model: "bert-tiny", Dataset: f.dataset, Limit: f.limit, EvalLimit: f.evalLimit, MaxLen: f.maxLen, Seed: f.seed}
 	cfg := finetune.FromScratch()
 	cfg.LearningRate, cfg.Seed, cfg.Epochs = f.lr, f.seed, f.epochs
@@ -336,7 +341,7 @@ func searchSession(f searchFlags, stderr io.Writer) (*compress.Session, error) {
 	if err := cfg.Validate(); err != nil && f.epochs > 0 {
 		return nil, err
 	}
-	s, err := compress.NewSession(o, cfg)
+	s, err := compress.NewSessionContext(ctx, o, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +372,7 @@ func addNASFlags(fs *flag.FlagSet) *nasFlags {
 	}
 }
 
-func (n *nasFlags) objective(f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
+func (n *nasFlags) objective(ctx context.Context, f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
 	space := nas.Tutorial5Space()
 	if f.quick {
 		space = nas.QuickSpace()
@@ -397,7 +402,7 @@ func (n *nasFlags) objective(f searchFlags, set map[string]bool, stderr io.Write
 		return nil, nil, "", fmt.Errorf("--post-epochs needs --compress and must be ≥ 0")
 	}
 	choices := strings.Split(*n.gridChoices, ",")
-	sess, err := searchSession(f, stderr)
+	sess, err := searchSession(ctx, f, stderr)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
 	}
 }
 
-func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
+func (m *mixedPrecisionFlags) objective(ctx context.Context, f searchFlags, set map[string]bool, stderr io.Writer) (search.Objective, func() (map[string][]any, error), string, error) {
 	space := mixedprecision.Space{Choices: []string{mixedprecision.Linear}}
 	if *m.formats == "all" {
 		space.Choices = append(space.Choices, mixedprecision.Formats...)
@@ -76,7 +77,7 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 	if *m.checkpoint != "" && set["pretrained"] {
 		return nil, nil, "", errStartTwice
 	}
-	sess, err := searchSession(f, stderr)
+	sess, err := searchSession(ctx, f, stderr)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -95,7 +96,7 @@ func (m *mixedPrecisionFlags) objective(f searchFlags, set map[string]bool, stde
 			return nil, nil, "", err
 		}
 		fmt.Fprintf(stderr, "training the starting model (%d epoch(s))\n", *m.startEpochs)
-		res, err := trainStart(o, &sess.Config, *m.startEpochs, set["lr"], stderr)
+		res, err := trainStart(ctx, o, &sess.Config, *m.startEpochs, set["lr"], stderr)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -24,12 +24,13 @@ import (
 // checks it).
 func TestMain(m *testing.M) {
 	simdWarnings = false
+	if os.Getenv("GOMASE_RUN_AS_MASE") == "1" {
+		// The environment is the test's (offline unless it says otherwise).
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	// --pretrained auto never reaches the network or the user's
 	// HuggingFace cache in tests: it falls back to the seeded initialisation.
 	os.Setenv("GOMASE_OFFLINE", "1")
-	if os.Getenv("GOMASE_RUN_AS_MASE") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
 	cache, err := os.MkdirTemp("", "gomase-hf-cache-")
 	if err != nil {
 		panic(err)

@@ -46,7 +46,10 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--max-len %d: want 0 (the model's %d) or at least 2 (room for [CLS] and [SEP])", *maxLen, tokenizer.ModelMaxLength)
 	}
 	defer useDataDir(*dataDir)()
-	tok, err := tokenizer.BertBaseUncased()
+	ctx, release := interruptible()
+	defer release()
+	tok, err := tokenizer.BertBaseUncasedContext(ctx)
+	release()
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		opts.Progress = &progress.Terminal{W: stderr}
 		opts.Hub.Progress = downloadProgress(stderr)
 	}
-	res, err := finetune.Run(opts)
+	ctx, release := interruptible()
+	defer release()
+	res, err := finetune.RunContext(ctx, opts)
+	release()
 	if err != nil {
 		return err
 	}

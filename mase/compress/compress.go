@@ -7,6 +7,7 @@ package compress
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -91,11 +92,17 @@ func (s *Session) Compiles() train.Compiles {
 // with o.Seed. Set Checkpoint and the progress reporters on the
 // result as needed.
 func NewSession(o finetune.Options, cfg train.Config) (*Session, error) {
-	trainSplit, testSplit, err := finetune.LoadSplits(o)
+	return NewSessionContext(context.Background(), o, cfg)
+}
+
+// NewSessionContext is NewSession with a context for the downloads (the
+// dataset, the vocabulary).
+func NewSessionContext(ctx context.Context, o finetune.Options, cfg train.Config) (*Session, error) {
+	trainSplit, testSplit, err := finetune.LoadSplitsContext(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.BertBaseUncased()
+	tok, err := tokenizer.BertBaseUncasedContext(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,10 +62,16 @@ type IMDbOptions struct {
 // elsewhere. The error for a dataset found nowhere lists every place
 // tried.
 func LoadIMDb(opts IMDbOptions) (*Dataset, error) {
+	return LoadIMDbContext(context.Background(), opts)
+}
+
+// LoadIMDbContext is LoadIMDb with a context: cancelling it stops a download and
+// removes what it had written.
+func LoadIMDbContext(ctx context.Context, opts IMDbOptions) (*Dataset, error) {
 	if opts.Limit < 0 {
 		return nil, fmt.Errorf("IMDb: limit %d is negative (allowed: 0 for no limit, or a positive number of examples)", opts.Limit)
 	}
-	ds, err := findIMDb(opts)
+	ds, err := findIMDb(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +81,7 @@ func LoadIMDb(opts IMDbOptions) (*Dataset, error) {
 	return ds, nil
 }
 
-func findIMDb(opts IMDbOptions) (*Dataset, error) {
+func findIMDb(ctx context.Context, opts IMDbOptions) (*Dataset, error) {
 	if opts.Path != "" {
 		return readIMDbFrom(opts.Path, "IMDbOptions.Path")
 	}
@@ -103,7 +110,7 @@ func findIMDb(opts IMDbOptions) (*Dataset, error) {
 			tried = append(tried, p)
 		}
 	}
-	return fromCache("IMDb dataset", IMDbCacheFile, IMDbURL, ReadIMDb, opts.NoDownload, tried)
+	return fromCache(ctx, "IMDb dataset", IMDbCacheFile, IMDbURL, IMDbMaxBytes, ReadIMDb, opts.NoDownload, tried)
 }
 
 func readIMDbFrom(p, from string) (*Dataset, error) {

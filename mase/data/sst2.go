@@ -3,6 +3,7 @@ package data
 import (
 	"archive/zip"
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,10 +66,16 @@ type SST2Options struct {
 // exist, is an error, not a reason to look elsewhere. A malformed row is an error
 // naming the file, the line and what was wrong.
 func LoadSST2(opts SST2Options) (*Dataset, error) {
+	return LoadSST2Context(context.Background(), opts)
+}
+
+// LoadSST2Context is LoadSST2 with a context: cancelling it stops a download and
+// removes what it had written.
+func LoadSST2Context(ctx context.Context, opts SST2Options) (*Dataset, error) {
 	if opts.Limit < 0 {
 		return nil, fmt.Errorf("SST-2: limit %d is negative (allowed: 0 for no limit, or a positive number of examples)", opts.Limit)
 	}
-	ds, err := findSST2(opts)
+	ds, err := findSST2(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +85,7 @@ func LoadSST2(opts SST2Options) (*Dataset, error) {
 	return ds, nil
 }
 
-func findSST2(opts SST2Options) (*Dataset, error) {
+func findSST2(ctx context.Context, opts SST2Options) (*Dataset, error) {
 	for _, explicit := range []struct{ path, from string }{
 		{opts.Path, "SST2Options.Path"},
 		{os.Getenv("GOMASE_SST2"), "GOMASE_SST2"},
@@ -104,7 +111,7 @@ func findSST2(opts SST2Options) (*Dataset, error) {
 		}
 		tried = append(tried, filepath.Join(p, "train.tsv"))
 	}
-	return fromCache("SST-2 dataset", SST2CacheFile, SST2URL, ReadSST2, opts.NoDownload, tried)
+	return fromCache(ctx, "SST-2 dataset", SST2CacheFile, SST2URL, SST2MaxBytes, ReadSST2, opts.NoDownload, tried)
 }
 
 // ReadSST2 reads SST-2 from p: a folder in this project's layout

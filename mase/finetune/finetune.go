@@ -8,6 +8,7 @@ package finetune
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
@@ -154,14 +155,19 @@ func BatchingFor(o Options, batchSize int, shapes train.Shapes) (trainOpts, eval
 // (IMDb: test, as MASE evaluates on the test set; SST-2: test, which is
 // GLUE's dev set), limited as the options say.
 func LoadSplits(o Options) (trainSplit, evalSplit *data.Split, err error) {
+	return LoadSplitsContext(context.Background(), o)
+}
+
+// LoadSplitsContext is LoadSplits with a context for a dataset download.
+func LoadSplitsContext(ctx context.Context, o Options) (trainSplit, evalSplit *data.Split, err error) {
 	var ds *data.Dataset
 	switch o.Dataset {
 	case "", "imdb":
-		ds, err = data.LoadIMDb(data.IMDbOptions{Seed: o.Seed})
+		ds, err = data.LoadIMDbContext(ctx, data.IMDbOptions{Seed: o.Seed})
 	case "imdb-sample":
 		ds, err = data.LoadIMDbSample(data.IMDbOptions{Seed: o.Seed})
 	case "sst2":
-		ds, err = data.LoadSST2(data.SST2Options{Seed: o.Seed})
+		ds, err = data.LoadSST2Context(ctx, data.SST2Options{Seed: o.Seed})
 	default:
 		return nil, nil, fmt.Errorf("unknown dataset %q (allowed: imdb, imdb-sample, sst2)", o.Dataset)
 	}
@@ -209,6 +215,14 @@ func EpochBatches(p *data.Pretokenized, opts data.BatchOptions) func(e int) trai
 
 // Run performs the whole experiment.
 func Run(o Options) (*Result, error) {
+	return RunContext(context.Background(), o)
+}
+
+// RunContext is Run with a context for the downloads (the pretrained
+// start, the dataset, the vocabulary): cancelling it stops them, removes
+// what they had written and ends the run before training. Training itself
+// does not watch ctx.
+func RunContext(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	if o.Model == "" {
 		o.Model = "bert-tiny"
@@ -219,7 +233,7 @@ func Run(o Options) (*Result, error) {
 	if o.MaxLen == 0 {
 		o.MaxLen = tokenizer.ModelMaxLength
 	}
-	from, startNote, err := pretrained.Start(o.Pretrained, pretrained.Options{Hub: o.Hub, NumLabels: 2, Seed: o.Seed})
+	from, startNote, err := pretrained.StartContext(ctx, o.Pretrained, pretrained.Options{Hub: o.Hub, NumLabels: 2, Seed: o.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +254,7 @@ func Run(o Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	trainSplit, evalSplit, err := LoadSplits(o)
+	trainSplit, evalSplit, err := LoadSplitsContext(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +266,12 @@ func Run(o Options) (*Result, error) {
 		return nil, err
 	}
 	if tok == nil {
-		if tok, err = tokenizer.BertBaseUncased(); err != nil {
+		if tok, err = tokenizer.BertBaseUncasedContext(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("stopped before training: %w", context.Cause(ctx))
 	}
 	mg, err := mase.NewMaseGraph(model, []string{"input_ids", "attention_mask", "labels"})
 	if err != nil {

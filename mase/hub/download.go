@@ -2,23 +2,19 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"hash"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"time"
+
+	"github.com/gomase/gomase/mase/download"
 )
 
-// idleTimeout aborts a download whose body stalls this long.
-var idleTimeout = 5 * time.Minute
+// idleTimeout aborts a download that receives no byte for this long;
+// leftovers of downloads killed longer ago are swept.
+var idleTimeout = download.DefaultStall
 
 const userAgent = "gomase-hub/1"
 
@@ -109,11 +105,16 @@ func cleanEtag(e string) string {
 }
 
 // download fetches file into the cache and returns its snapshot path.
-func (c *config) download(id, file, repo string) (string, error) {
+func (c *config) download(ctx context.Context, id, file, repo string) (string, error) {
 	u := fileURL(c.endpoint, id, c.revision, file)
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	name := file + " of " + id
+	var progress func(done, total int64)
+	if c.progress != nil {
+		progress = func(done, total int64) { c.progress(file, done, total) }
+	}
+	tr := download.Start(ctx, download.Options{Stall: idleTimeout, Timeout: c.timeout, Progress: progress})
+	defer tr.Stop()
+	req, err := http.NewRequestWithContext(tr.Context(), http.MethodGet, u, nil)
 	if err != nil {
 		return "", errorf(nil, "bad endpoint %q: %v", c.endpoint, err)
 	}
@@ -125,8 +126,14 @@ func (c *config) download(id, file, repo string) (string, error) {
 	var hops []http.Header
 	resp, err := c.clientFor(req.URL, &hops).Do(req)
 	if err != nil {
-		e := errorf(nil, "cannot download %s of %s from %s: %v; to work without network set HF_HUB_OFFLINE=1 and pass a local folder or a filled cache",
-			file, id, c.endpoint, stripURLError(err))
+		if ctx.Err() != nil || tr.Context().Err() != nil {
+			why := tr.Why(err)
+			e := errorf(nil, "download of %s from %s interrupted: %v; nothing was kept", name, c.endpoint, why)
+			e.cause = why
+			return "", e
+		}
+		e := errorf(nil, "cannot download %s from %s: %v; to work without network set HF_HUB_OFFLINE=1 and pass a local folder or a filled cache",
+			name, c.endpoint, stripURLError(err))
 		e.cause = err
 		return "", e
 	}
@@ -143,27 +150,42 @@ func (c *config) download(id, file, repo string) (string, error) {
 	}
 
 	blobs := filepath.Join(repo, "blobs")
-	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return "", c.cacheError(err)
-	}
 	etag := cleanEtag(firstHeader(hops, "X-Linked-Etag"))
 	if etag == "" {
 		etag = cleanEtag(firstHeader(hops, "ETag"))
 	}
+	lim := limitFor(file, firstHeader(hops, "X-Linked-Size"), resp.ContentLength)
 	var blob string
 	if etag != "" {
 		blob = filepath.Join(blobs, etag)
-		// Blobs only ever appear complete, so an existing one is reused.
+		// Blobs only ever appear complete, so an existing one is reused,
+		// unless it is not what the file must be (an older cache).
 		if st, err := os.Stat(blob); err != nil || !st.Mode().IsRegular() ||
-			(resp.ContentLength >= 0 && st.Size() != resp.ContentLength) {
+			(resp.ContentLength >= 0 && st.Size() != resp.ContentLength) ||
+			download.CheckFile(blob, lim.content) != nil {
 			blob = ""
 		}
 	}
 	if blob == "" {
-		blob, err = c.writeBlob(ctx, cancel, resp, blobs, etag, id, file, u)
-		if err != nil {
-			return "", err
+		f := download.File{Path: blobs, Name: name, Limit: lim.bytes, LimitWhy: lim.why, Content: lim.content}
+		// An LFS file's etag is the sha256 of its content: check it, so a
+		// corrupted transfer is never cached. Without an etag the blob is
+		// named by its sha256.
+		switch {
+		case etag == "":
+			f.NameBySHA256 = true
+		case isSHA256(etag):
+			f.Path, f.SHA256 = filepath.Join(blobs, etag), etag
+		default:
+			f.Path = filepath.Join(blobs, etag)
 		}
+		res, err := tr.Save(resp, f)
+		if err != nil {
+			e := errorf(nil, "%v", err)
+			e.cause = err
+			return "", e
+		}
+		blob = res.Path
 	}
 
 	link := filepath.Join(repo, "snapshots", commit, filepath.FromSlash(file))
@@ -190,123 +212,6 @@ func stripURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// idleReader cancels the download when no bytes arrive for d.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	ir.t.Reset(ir.d)
-	return n, err
-}
-
-// writeBlob streams the body into blobs/<etag> (or blobs/<sha256> when the
-// server sent no usable etag) via a temporary file that is removed on any
-// error, so only complete blobs exist.
-func (c *config) writeBlob(ctx context.Context, cancel context.CancelFunc, resp *http.Response, blobs, etag, id, file, u string) (string, error) {
-	f, err := os.CreateTemp(blobs, ".download-*.incomplete")
-	if err != nil {
-		return "", c.cacheError(err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-
-	var fired atomic.Bool
-	timer := time.AfterFunc(idleTimeout, func() { fired.Store(true); cancel() })
-	defer timer.Stop()
-	body := &idleReader{r: resp.Body, t: timer, d: idleTimeout}
-
-	total := resp.ContentLength
-	if total < 0 {
-		total = -1
-	}
-	// An LFS file's etag is the sha256 of its content: check it, so a
-	// corrupted transfer is never cached.
-	var sum hash.Hash
-	var w io.Writer = f
-	if etag == "" || isSHA256(etag) {
-		sum = sha256.New()
-		w = io.MultiWriter(f, sum)
-	}
-	if c.progress != nil {
-		c.progress(file, 0, total)
-	}
-	buf := make([]byte, 256<<10)
-	var done int64
-	var rerr error
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return "", c.cacheError(werr)
-			}
-			done += int64(n)
-			if c.progress != nil {
-				c.progress(file, done, total)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			rerr = err
-			break
-		}
-	}
-	if rerr == nil && total >= 0 && done != total {
-		rerr = io.ErrUnexpectedEOF
-	}
-	if rerr != nil {
-		switch {
-		case fired.Load():
-			rerr = fmt.Errorf("no data for %v", idleTimeout)
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			rerr = fmt.Errorf("timed out after %v", c.timeout)
-		}
-		size := "unknown"
-		if total >= 0 {
-			size = fmt.Sprint(total)
-		}
-		e := errorf(nil, "download of %s of %s from %s interrupted after %d of %s bytes: %v; nothing was cached, retry",
-			file, id, u, done, size, rerr)
-		e.cause = rerr
-		return "", e
-	}
-	if err := f.Sync(); err != nil {
-		return "", c.cacheError(err)
-	}
-	if err := f.Close(); err != nil {
-		return "", c.cacheError(err)
-	}
-	if sum != nil {
-		got := hex.EncodeToString(sum.Sum(nil))
-		if etag == "" {
-			etag = got
-		} else if got != etag {
-			return "", errorf(nil, "download of %s of %s from %s is corrupt: sha256 %s, the hub says %s; nothing was cached, retry",
-				file, id, u, got, etag)
-		}
-	}
-	blob := filepath.Join(blobs, etag)
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return "", c.cacheError(err)
-	}
-	if err := os.Rename(tmp, blob); err != nil {
-		return "", c.cacheError(err)
-	}
-	ok = true
-	return blob, nil
 }
 
 // isSHA256 reports whether s is 64 lower-case hex digits, the form of an

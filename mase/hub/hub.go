@@ -4,6 +4,7 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -97,11 +98,13 @@ func oneLine(s string) string {
 // "org/name"). Cached files are returned without network access; otherwise
 // the file is downloaded into the cache unless offline.
 func Resolve(id, file string, opts Options) (string, error) {
-	p, err := resolve(id, file, opts, false)
-	if err != nil {
-		return "", err
-	}
-	return p, nil
+	return ResolveContext(context.Background(), id, file, opts)
+}
+
+// ResolveContext is Resolve with a context: cancelling it stops a download
+// and removes what it had written.
+func ResolveContext(ctx context.Context, id, file string, opts Options) (string, error) {
+	return resolve(ctx, id, file, opts, false)
 }
 
 // ResolveOptional is Resolve for files that may legitimately be absent: it
@@ -109,7 +112,13 @@ func Resolve(id, file string, opts Options) (string, error) {
 // the repository (HTTP 404 / EntryNotFound), a cached ".no_exist" marker, or
 // (offline) the cached snapshot of the revision.
 func ResolveOptional(id, file string, opts Options) (path string, ok bool, err error) {
-	p, err := resolve(id, file, opts, true)
+	return ResolveOptionalContext(context.Background(), id, file, opts)
+}
+
+// ResolveOptionalContext is ResolveOptional with a context, as
+// ResolveContext.
+func ResolveOptionalContext(ctx context.Context, id, file string, opts Options) (path string, ok bool, err error) {
+	p, err := resolve(ctx, id, file, opts, true)
 	if err != nil {
 		var he *hubError
 		if errors.As(err, &he) && he.absent {
@@ -120,7 +129,7 @@ func ResolveOptional(id, file string, opts Options) (path string, ok bool, err e
 	return p, true, nil
 }
 
-func resolve(id, file string, opts Options, optional bool) (string, error) {
+func resolve(ctx context.Context, id, file string, opts Options, optional bool) (string, error) {
 	if err := checkFile(file); err != nil {
 		return "", err
 	}
@@ -159,7 +168,7 @@ func resolve(id, file string, opts Options, optional bool) (string, error) {
 		return "", errorf(ErrOffline, "cannot load %s of %s: not in folder %s (no such folder), not in the HF cache at %s (%s), and %s forbids downloading; fix: run once with network access to fill the cache, or pass a local folder that holds %s",
 			file, id, id, repo, look.why, cfg.offlineWhy, file)
 	}
-	return cfg.download(id, file, repo)
+	return cfg.download(ctx, id, file, repo)
 }
 
 // CheckRepoID reports whether id is a valid Hub repo id: "name" or

@@ -560,7 +560,7 @@ func TestCorruptLFSDownload(t *testing.T) {
 	cache := setup(t, h.srv.URL)
 	h.corruptCDN.Store(true)
 	_, err := Resolve("org/model", "model.safetensors", Options{})
-	wantContains(t, err, "model.safetensors of org/model", "is corrupt: sha256", "nothing was cached")
+	wantContains(t, err, "model.safetensors of org/model", "is corrupt: sha256", "nothing was kept")
 	repo := filepath.Join(cache, "models--org--model")
 	if left, _ := filepath.Glob(filepath.Join(repo, "blobs", "*")); len(left) != 0 {
 		t.Errorf("blobs left: %v", left)

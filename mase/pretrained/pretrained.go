@@ -6,6 +6,8 @@
 package pretrained
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/download"
 	"github.com/gomase/gomase/mase/hub"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -144,11 +147,17 @@ var weightFiles = []string{"model.safetensors", "model.safetensors.index.json", 
 // is initialised from Seed and named in Warnings, as transformers does.
 // Nothing is half-loaded: on error no model is returned.
 func Load(id string, opts Options) (*Model, error) {
-	cfgPath, err := hub.Resolve(id, "config.json", opts.Hub)
+	return LoadContext(context.Background(), id, opts)
+}
+
+// LoadContext is Load with a context: cancelling it stops a download and
+// removes what it had written.
+func LoadContext(ctx context.Context, id string, opts Options) (*Model, error) {
+	cfgPath, err := hub.ResolveContext(ctx, id, "config.json", opts.Hub)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := readChecked(cfgPath, download.JSON)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +165,7 @@ func Load(id string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	state, weights, err := loadWeights(id, opts.Hub)
+	state, weights, err := loadWeights(ctx, id, opts.Hub)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +181,22 @@ func Load(id string, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("%s (%s): no BERT weight matched the model (checkpoint tensors such as %s): not a BERT checkpoint", id, weights, firstNames(state.Names(), 3))
 	}
 	m := &Model{Model: model, Config: cfg, ID: id, Weights: weights, Labels: labels, Report: report}
-	m.Tokenizer, m.TokenizerNote = loadTokenizer(id, opts.Hub)
+	m.Tokenizer, m.TokenizerNote = loadTokenizer(ctx, id, opts.Hub)
 	return m, nil
+}
+
+// readChecked reads a file Resolve returned and checks it is JSON or text
+// as c says; a file that is not is named with how to clear it from the
+// cache (hub.BadFile).
+func readChecked(path string, c download.Content) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := download.CheckBytes(raw, c); err != nil {
+		return nil, hub.BadFile(path, err)
+	}
+	return raw, nil
 }
 
 // loadedEncoder reports whether the encoder's weights came from the
@@ -195,9 +218,9 @@ func firstNames(names []string, n int) string {
 }
 
 // loadWeights finds and reads the first weight file the repository has.
-func loadWeights(id string, ho hub.Options) (*safetensors.File, string, error) {
+func loadWeights(ctx context.Context, id string, ho hub.Options) (*safetensors.File, string, error) {
 	for _, name := range weightFiles {
-		path, ok, err := hub.ResolveOptional(id, name, ho)
+		path, ok, err := hub.ResolveOptionalContext(ctx, id, name, ho)
 		if err != nil {
 			return nil, "", err
 		}
@@ -205,7 +228,7 @@ func loadWeights(id string, ho hub.Options) (*safetensors.File, string, error) {
 			continue
 		}
 		if strings.HasSuffix(name, ".index.json") {
-			f, err := loadShards(id, path, ho)
+			f, err := loadShards(ctx, id, path, ho)
 			return f, name, err
 		}
 		f, err := readWeights(path)
@@ -223,8 +246,8 @@ func readWeights(path string) (*safetensors.File, error) {
 }
 
 // loadShards reads the shards an index file names and merges them.
-func loadShards(id, indexPath string, ho hub.Options) (*safetensors.File, error) {
-	raw, err := os.ReadFile(indexPath)
+func loadShards(ctx context.Context, id, indexPath string, ho hub.Options) (*safetensors.File, error) {
+	raw, err := readChecked(indexPath, download.JSON)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +271,7 @@ func loadShards(id, indexPath string, ho hub.Options) (*safetensors.File, error)
 	sort.Strings(names)
 	merged := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}}
 	for _, s := range names {
-		path, err := hub.Resolve(id, s, ho)
+		path, err := hub.ResolveContext(ctx, id, s, ho)
 		if err != nil {
 			return nil, err
 		}
@@ -273,26 +296,41 @@ func loadShards(id, indexPath string, ho hub.Options) (*safetensors.File, error)
 
 // loadTokenizer reads the repository's vocab.txt, else the WordPiece
 // vocabulary of its tokenizer.json; uncased tokenizers only.
-func loadTokenizer(id string, ho hub.Options) (*tokenizer.Tokenizer, string) {
-	if path, ok, err := hub.ResolveOptional(id, "tokenizer_config.json", ho); err == nil && ok {
+func loadTokenizer(ctx context.Context, id string, ho hub.Options) (*tokenizer.Tokenizer, string) {
+	path, ok, err := hub.ResolveOptionalContext(ctx, id, "tokenizer_config.json", ho)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if ok {
 		var tc struct {
 			DoLowerCase *bool `json:"do_lower_case"`
 		}
-		if raw, err := os.ReadFile(path); err == nil && json.Unmarshal(raw, &tc) == nil && tc.DoLowerCase != nil && !*tc.DoLowerCase {
+		raw, err := readChecked(path, download.JSON)
+		if err != nil {
+			return nil, err.Error()
+		}
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return nil, fmt.Sprintf("%s: %v", path, err)
+		}
+		if tc.DoLowerCase != nil && !*tc.DoLowerCase {
 			return nil, "the repository's tokenizer is cased (do_lower_case false); gomase's tokenizer is uncased"
 		}
 	}
-	path, ok, err := hub.ResolveOptional(id, "vocab.txt", ho)
+	path, ok, err = hub.ResolveOptionalContext(ctx, id, "vocab.txt", ho)
 	if err != nil {
 		return nil, err.Error()
 	}
 	var v *tokenizer.Vocab
 	if ok {
-		if v, err = tokenizer.LoadVocab(path); err != nil {
+		raw, err := readChecked(path, download.Text)
+		if err != nil {
 			return nil, err.Error()
 		}
+		if v, err = tokenizer.ParseVocab(bytes.NewReader(raw)); err != nil {
+			return nil, fmt.Sprintf("vocabulary %s: %v", path, err)
+		}
 	} else {
-		path, ok, err = hub.ResolveOptional(id, "tokenizer.json", ho)
+		path, ok, err = hub.ResolveOptionalContext(ctx, id, "tokenizer.json", ho)
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -313,7 +351,7 @@ func loadTokenizer(id string, ho hub.Options) (*tokenizer.Tokenizer, string) {
 // vocabFromTokenizerJSON reads the WordPiece vocabulary of a tokenizers
 // tokenizer.json.
 func vocabFromTokenizerJSON(path string) (*tokenizer.Vocab, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readChecked(path, download.JSON)
 	if err != nil {
 		return nil, err
 	}

@@ -318,7 +318,7 @@ func TestLoadBadInput(t *testing.T) {
 	}{
 		{"gpt2", write(map[string]string{"config.json": `{"model_type": "gpt2"}`}), `model_type "gpt2" is not supported`},
 		{"relu", write(map[string]string{"config.json": `{"model_type": "bert", "hidden_act": "relu"}`}), `hidden_act "relu" is not supported (allowed: gelu)`},
-		{"not json", write(map[string]string{"config.json": `model_type: bert`}), "config.json is not a transformers config"},
+		{"not json", write(map[string]string{"config.json": `model_type: bert`}), "config.json: not JSON: invalid character 'm'"},
 		{"no weights", write(map[string]string{"config.json": string(cfg)}), "has no weights: none of model.safetensors"},
 		{"garbage bin", write(map[string]string{"config.json": string(cfg), "pytorch_model.bin": "<html>404</html>"}), "not a zip archive"},
 		{"truncated safetensors", write(map[string]string{"config.json": string(cfg), "model.safetensors": "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":"}), "safetensors"},
@@ -367,5 +367,72 @@ func TestAutoWithoutNetwork(t *testing.T) {
 	m, note, err := Start(Auto, Options{Hub: hub.Options{Endpoint: "http://hub.gomase-test.invalid", CacheDir: t.TempDir()}})
 	if err != nil || m != nil || !strings.Contains(note, "hub.gomase-test.invalid cannot be resolved") || strings.Contains(note, "\n") {
 		t.Errorf("auto without network: %v, %v, %q", m, err, note)
+	}
+}
+
+// TestBadCachedFiles: a cached file that does not read (an older cache, a
+// file edited by hand, an HTML page cached by an older gomase) is named in
+// the error, with how to clear it, whether the load fails (config.json) or
+// only the tokenizer is left out (TokenizerNote).
+func TestBadCachedFiles(t *testing.T) {
+	const commit = "6f75de8b60a9f8a2fdf7b69cbd86d9e64bcb3837"
+	html := "<!DOCTYPE html><html><body>Sign in to the network</body></html>"
+	for _, c := range []struct {
+		name, file, body string
+		loads            bool // the model loads and TokenizerNote says it
+	}{
+		{"HTML config.json", "config.json", html, false},
+		{"truncated config.json", "config.json", `{"model_type": "bert", "hidden_si`, false},
+		{"HTML tokenizer_config.json", "tokenizer_config.json", html, true},
+		{"HTML vocab.txt", "vocab.txt", html, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache := t.TempDir()
+			t.Setenv("HF_HUB_OFFLINE", "1")
+			repo := filepath.Join(cache, "models--test-org--bad")
+			for _, d := range []string{"blobs", "refs", "snapshots/" + commit} {
+				if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(repo, "refs", "main"), []byte(commit), 0o644)
+			for i, f := range []string{"config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"} {
+				data, err := os.ReadFile(filepath.Join("testdata/cls", f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f == c.file {
+					data = []byte(c.body)
+				}
+				blob := fmt.Sprintf("%040x", i+1)
+				os.WriteFile(filepath.Join(repo, "blobs", blob), data, 0o644)
+				if err := os.Symlink(filepath.Join("..", "..", "blobs", blob), filepath.Join(repo, "snapshots", commit, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := Load("test-org/bad", Options{Hub: hub.Options{CacheDir: cache}})
+			msg := ""
+			switch {
+			case c.loads && err != nil:
+				t.Fatalf("the model must load without its tokenizer: %v", err)
+			case c.loads:
+				if m.Tokenizer != nil {
+					t.Errorf("a tokenizer was built from the bad %s", c.file)
+				}
+				msg = m.TokenizerNote
+			case err == nil:
+				t.Fatalf("a bad %s loaded", c.file)
+			default:
+				msg = err.Error()
+			}
+			for _, want := range []string{filepath.Join(repo, "snapshots", commit, c.file), "remove", repo} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("%q spans lines", msg)
+			}
+		})
 	}
 }

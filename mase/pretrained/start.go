@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +32,13 @@ const autoDialTimeout = 5 * time.Second
 // which start was taken (and, for a fallback, why); m is nil for the
 // seeded initialisation.
 func Start(choice string, opts Options) (m *Model, note string, err error) {
+	return StartContext(context.Background(), choice, opts)
+}
+
+// StartContext is Start with a context: cancelling it stops a download and
+// removes what it had written, and is an error even for Auto (which does
+// not fall back then).
+func StartContext(ctx context.Context, choice string, opts Options) (m *Model, note string, err error) {
 	switch strings.TrimSpace(choice) {
 	case "", Off:
 		return nil, "starting from a seeded random initialisation (--pretrained off)", nil
@@ -43,13 +51,16 @@ func Start(choice string, opts Options) (m *Model, note string, err error) {
 				ResponseHeaderTimeout: 2 * autoDialTimeout,
 			}}
 		}
-		m, err := Load(LabsModel, opts)
+		m, err := LoadContext(ctx, LabsModel, opts)
+		if err != nil && ctx.Err() != nil {
+			return nil, "", err
+		}
 		if err != nil {
 			return nil, fmt.Sprintf("starting from a seeded random initialisation: the pretrained %s could not be had (%s)", LabsModel, reason(err)), nil
 		}
 		return m, fmt.Sprintf("starting from the pretrained %s (%s)", LabsModel, m.Weights), nil
 	}
-	m, err = Load(choice, opts)
+	m, err = LoadContext(ctx, choice, opts)
 	if err != nil {
 		return nil, "", err
 	}

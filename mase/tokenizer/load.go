@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gomase/gomase/mase/datadir"
+	dl "github.com/gomase/gomase/mase/download"
 	"github.com/gomase/gomase/mase/hub"
 )
 
@@ -33,18 +32,27 @@ const VocabRel = "bert-base-uncased/vocab.txt"
 const downloadTimeout = 30 * time.Second
 
 // maxVocabBytes bounds what a download may write (the file is 231,508
-// bytes).
-const maxVocabBytes = 4 << 20
+// bytes); the hub's cap for text files.
+const maxVocabBytes = hub.MaxTextBytes
 
 // BertBaseUncased returns the bert-base-uncased tokenizer, reading
 // vocab.txt through FindVocab.
 func BertBaseUncased() (*Tokenizer, error) {
-	path, err := FindVocab()
+	return BertBaseUncasedContext(context.Background())
+}
+
+// BertBaseUncasedContext is BertBaseUncased with a context: cancelling it
+// stops a download and removes what it had written.
+func BertBaseUncasedContext(ctx context.Context) (*Tokenizer, error) {
+	path, err := FindVocabContext(ctx)
 	if err != nil {
 		return nil, err
 	}
 	v, err := LoadVocab(path)
 	if err != nil {
+		if cache, cerr := datadir.CacheDir(); cerr == nil && path == filepath.Join(cache, filepath.FromSlash(VocabRel)) {
+			return nil, fmt.Errorf("%w; it is a cached download: remove %s to fetch it again", err, path)
+		}
 		return nil, err
 	}
 	return New(v)
@@ -59,6 +67,11 @@ func BertBaseUncased() (*Tokenizer, error) {
 // download. When everything fails, the error lists every place it looked
 // and why the download failed.
 func FindVocab() (string, error) {
+	return FindVocabContext(context.Background())
+}
+
+// FindVocabContext is FindVocab with a context for the download.
+func FindVocabContext(ctx context.Context) (string, error) {
 	p, err := datadir.Find(VocabRel)
 	if err == nil {
 		return p, nil
@@ -89,7 +102,7 @@ func FindVocab() (string, error) {
 		return p, nil
 	}
 	tried = append(tried, why)
-	if err := download(VocabURL, cached, VocabSHA256); err != nil {
+	if err := download(ctx, VocabURL, cached, VocabSHA256); err != nil {
 		return fail(err.Error())
 	}
 	return cached, nil
@@ -117,56 +130,14 @@ func fromHubCache() (path, why string) {
 	return p, ""
 }
 
-// download fetches url into path atomically (a temporary file in the same
-// directory, renamed into place) after checking its sha256; nothing is left
-// behind on failure.
-func download(url, path, wantSHA string) (err error) {
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("download from %s failed: %w", url, err)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), downloadTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// download fetches url into path (package download: a temporary file
+// beside it, renamed into place once its size and sha256 are right);
+// nothing is left behind on failure, not even the folder it made.
+func download(ctx context.Context, url, path, wantSHA string) error {
+	f := dl.File{Path: path, Limit: maxVocabBytes, LimitWhy: "the cap for vocab.txt", SHA256: wantSHA, Content: dl.Text}
+	_, err := dl.Get(ctx, nil, url, f, dl.Options{Timeout: downloadTimeout})
 	if err != nil {
-		return err
+		os.Remove(filepath.Dir(path)) // only if empty: a folder this call may have made
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP status %s, want 200 OK", resp.Status)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating the cache directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".download-*.tmp")
-	if err != nil {
-		return fmt.Errorf("creating a temporary file in the cache: %w", err)
-	}
-	defer func() {
-		os.Remove(tmp.Name()) // a no-op once renamed
-		if err != nil {
-			os.Remove(dir) // only if empty: a directory this call may have made
-		}
-	}()
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxVocabBytes+1))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if n > maxVocabBytes {
-		return fmt.Errorf("the file is larger than %d bytes", maxVocabBytes)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != wantSHA {
-		return fmt.Errorf("sha256 of the %d bytes received is %s, want %s", n, got, wantSHA)
-	}
-	return os.Rename(tmp.Name(), path)
+	return err
 }

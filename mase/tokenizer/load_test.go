@@ -1,6 +1,9 @@
 package tokenizer
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,9 +19,10 @@ import (
 // vocabServer serves body (swappable) on 127.0.0.1 and counts requests.
 type vocabServer struct {
 	*httptest.Server
-	body     atomic.Pointer[[]byte]
-	status   atomic.Int32
-	requests atomic.Int32
+	body        atomic.Pointer[[]byte]
+	contentType atomic.Pointer[string] // "" or nil: Go's guess
+	status      atomic.Int32
+	requests    atomic.Int32
 }
 
 func newVocabServer(t *testing.T, body []byte) *vocabServer {
@@ -28,6 +32,9 @@ func newVocabServer(t *testing.T, body []byte) *vocabServer {
 	s.status.Store(http.StatusOK)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if ct := s.contentType.Load(); ct != nil && *ct != "" {
+			w.Header().Set("Content-Type", *ct)
+		}
 		w.WriteHeader(int(s.status.Load()))
 		w.Write(*s.body.Load())
 	}))
@@ -246,5 +253,53 @@ func TestBertBaseUncasedFromSharedData(t *testing.T) {
 	}
 	if tok.Vocab().Size() != 30522 {
 		t.Errorf("vocabulary of %d tokens, want 30522", tok.Vocab().Size())
+	}
+}
+
+// The download path's limits, HTML refusal and cancellation, and a bad
+// cached copy named with how to clear it.
+func TestDownloadRefusals(t *testing.T) {
+	good := realVocabBytes(t)
+	for _, c := range []struct {
+		name string
+		body []byte
+		ct   string
+		ctx  func() context.Context
+		want []string
+	}{
+		{"HTML page", []byte("<!DOCTYPE html><html>sign in</html>"), "text/html", context.Background,
+			[]string{"vocab.txt from http://127.0.0.1", "is an HTML page (Content-Type text/html)", "nothing was kept"}},
+		{"larger than the cap", bytes.Repeat([]byte("[PAD]\n"), maxVocabBytes/6+10), "text/plain", context.Background,
+			[]string{"vocab.txt from 127.0.0.1", "larger than the limit of 8388608 bytes (the cap for vocab.txt)"}},
+		{"cancelled", good, "text/plain", func() context.Context {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(errors.New("SIGTERM received"))
+			return ctx
+		}, []string{"download from http://127.0.0.1", "SIGTERM received"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache := offline(t)
+			srv := newVocabServer(t, c.body)
+			srv.contentType.Store(&c.ct)
+			_, err := BertBaseUncasedContext(c.ctx())
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v lacks %q", err, w)
+				}
+			}
+			if files := cacheEntries(t, cache); len(files) != 0 {
+				t.Errorf("a refused download left %v", files)
+			}
+		})
+	}
+
+	// A cached copy edited by hand is named, with how to clear it.
+	cache := offline(t)
+	cached := filepath.Join(cache, filepath.FromSlash(VocabRel))
+	os.MkdirAll(filepath.Dir(cached), 0o755)
+	os.WriteFile(cached, []byte("[PAD]\n[UNK]\n"), 0o644)
+	_, err := BertBaseUncased()
+	if err == nil || !strings.Contains(err.Error(), "remove "+cached) {
+		t.Errorf("bad cached vocabulary: %v", err)
 	}
 }
