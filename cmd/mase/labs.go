@@ -49,7 +49,7 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	// Flags may come before or after the notebooks.
 	var notebooks []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil
 			}
@@ -60,9 +60,6 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		}
 		notebooks = append(notebooks, fs.Arg(0))
 		args = fs.Args()[1:]
-	}
-	if *timeout <= 0 {
-		return fmt.Errorf("--timeout %s: must be positive (e.g. 30m)", *timeout)
 	}
 
 	sc, err := chooseScale(*scaleName, *quick, *full)

@@ -15,7 +15,7 @@ func TestLabsArguments(t *testing.T) {
 		want string
 	}{
 		{[]string{"labs", "--help"}, 0, "usage: mase labs"},
-		{[]string{"labs", "--timeout", "0s"}, 1, "--timeout 0s: must be positive"},
+		{[]string{"labs", "--timeout", "0s"}, 1, `invalid value "0s" for flag -timeout: want a duration above 0`},
 		{[]string{"labs", "--bogus"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"labs", "notes.txt"}, 1, `"notes.txt" is not a notebook`},
 		{[]string{"labs", "--quick", "missing.ipynb"}, 1, "missing.ipynb: no such file"},

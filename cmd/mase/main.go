@@ -122,13 +122,34 @@ func useDataDir(dir string) (restore func()) {
 
 // parseFlagsOnly parses args and rejects positional arguments.
 func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	return nil
+}
+
+// parseFlags is fs.Parse with one-line errors: a bad flag or value comes
+// back as the error alone, without the usage text the flag package prints
+// beside it; -h and --help print the usage as before.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
+	}
+	return err
 }
 
 // oneLine folds a multi-line error message onto one line.

@@ -94,7 +94,7 @@ func runQuant(args []string, stdout, stderr io.Writer) error {
 	})
 	intFlag("levels", "residual levels (binary_residual; default 2)", &s.Levels)
 	fs.BoolVar(&s.ScalingFactor, "scaling-factor", false, "scale ±1 by α (ternary)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "usage: mase quant %s\n(values come after the flags, or from stdin one per line; use -- before negative values)\n", quantUsage)
 			fs.SetOutput(stdout)

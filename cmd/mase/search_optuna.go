@@ -36,7 +36,7 @@ const optunaFormat = "optuna-journal"
 func parseWithFile(fs *flag.FlagSet, args []string, what string) (string, error) {
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return "", err
 		}
 		if fs.NArg() == 0 {

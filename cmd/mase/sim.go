@@ -37,7 +37,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	// DIR may come before or after the flags.
 	var dir string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprintf(stdout, "usage: mase sim %s\n", simUsage)
 				fs.SetOutput(stdout)

@@ -33,7 +33,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	}
 	maxLen := fs.Int("max-len", 0, "truncate each text to `N` ids, [CLS] and [SEP] included (at least 2; 0: the model's 512)")
 	dataDir := fs.String("data-dir", "", "data `DIR` holding bert-base-uncased/vocab.txt (default: $GOMASE_DATA_DIR, else ../shared/data beside the gomase checkout)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

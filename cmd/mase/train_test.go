@@ -58,7 +58,7 @@ func TestTrainBadInput(t *testing.T) {
 	}{
 		{[]string{"train", "--dataset", "mnist"}, `unknown dataset "mnist" (allowed: imdb, imdb-sample, sst2)`},
 		{[]string{"train", "--model", "mlp", "--dataset", "sst2"}, "bert-tiny"},
-		{[]string{"train", "--dataset", "sst2", "--lr", "0"}, "learning_rate"},
+		{[]string{"train", "--dataset", "sst2", "--lr", "0"}, `invalid value "0" for flag -lr`},
 		{[]string{"train", "--dataset", "sst2", "--max-len", "1"}, "--max-len"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
