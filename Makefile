@@ -47,7 +47,8 @@ unit:
 ## fuzz: run each fuzz target for a bounded number of inputs ($(FUZZTIME) each; an iteration count, not a duration, so a loaded machine cannot trip the fuzzer's deadline).
 FUZZTIME ?= 30000x
 FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
-	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON
+	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
+	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -8,13 +8,13 @@ package pretrained
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/hub"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/safetensors"
@@ -148,7 +148,7 @@ func Load(id string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := limits.ReadFile(cfgPath, limits.JSONConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func readWeights(path string) (*safetensors.File, error) {
 
 // loadShards reads the shards an index file names and merges them.
 func loadShards(id, indexPath string, ho hub.Options) (*safetensors.File, error) {
-	raw, err := os.ReadFile(indexPath)
+	raw, err := limits.ReadFile(indexPath, limits.JSONConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func loadTokenizer(id string, ho hub.Options) (*tokenizer.Tokenizer, string) {
 		var tc struct {
 			DoLowerCase *bool `json:"do_lower_case"`
 		}
-		if raw, err := os.ReadFile(path); err == nil && json.Unmarshal(raw, &tc) == nil && tc.DoLowerCase != nil && !*tc.DoLowerCase {
+		if raw, err := limits.ReadFile(path, limits.JSONConfig); err == nil && json.Unmarshal(raw, &tc) == nil && tc.DoLowerCase != nil && !*tc.DoLowerCase {
 			return nil, "the repository's tokenizer is cased (do_lower_case false); gomase's tokenizer is uncased"
 		}
 	}
@@ -313,7 +313,7 @@ func loadTokenizer(id string, ho hub.Options) (*tokenizer.Tokenizer, string) {
 // vocabFromTokenizerJSON reads the WordPiece vocabulary of a tokenizers
 // tokenizer.json.
 func vocabFromTokenizerJSON(path string) (*tokenizer.Vocab, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := limits.ReadFile(path, limits.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
