@@ -48,7 +48,8 @@ unit:
 FUZZTIME ?= 30000x
 FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
 	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
-	./mase/search:FuzzJournalRead
+	./mase/search:FuzzJournalRead \
+	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

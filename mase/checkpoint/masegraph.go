@@ -18,6 +18,7 @@ import (
 
 	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/safetensors"
@@ -604,7 +605,7 @@ func Import(base string) (*ir.MaseGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(jsonPath)
+	raw, err := limits.ReadFile(jsonPath, limits.GraphJSON)
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: %w", err)
 	}
@@ -612,7 +613,7 @@ func Import(base string) (*ir.MaseGraph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: graph file %s: %w", jsonPath, err)
 	}
-	stData, err := os.ReadFile(stPath)
+	stData, err := limits.ReadFile(stPath, limits.Weights)
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: %w", err)
 	}

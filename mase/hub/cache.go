@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // repoDir is <cache>/models--<org>--<name>, as in huggingface_hub.
@@ -81,7 +83,7 @@ func lookupCache(repo, rev, file string) lookup {
 	commit := rev
 	if !isCommit(rev) {
 		ref := filepath.Join(repo, "refs", filepath.FromSlash(rev))
-		b, err := os.ReadFile(ref)
+		b, err := limits.ReadFile(ref, limits.Small)
 		if err != nil {
 			// A snapshot named after the revision itself, as written
 			// when the server sent no commit.
@@ -246,7 +248,7 @@ func writeRef(repo, rev, commit string) error {
 		return nil
 	}
 	p := filepath.Join(repo, "refs", filepath.FromSlash(rev))
-	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == commit {
+	if b, err := limits.ReadFile(p, limits.Small); err == nil && strings.TrimSpace(string(b)) == commit {
 		return nil
 	}
 	return writeFileAtomic(p, []byte(commit))

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // DefaultEndpoint is the Hub used when neither Options.Endpoint nor
@@ -389,7 +391,7 @@ func savedToken() string {
 	if err != nil {
 		return ""
 	}
-	b, err := os.ReadFile(p)
+	b, err := limits.ReadFile(p, limits.Small)
 	if err != nil {
 		return ""
 	}

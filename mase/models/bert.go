@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -40,16 +41,23 @@ func BertTinyConfig() BertConfig {
 	}
 }
 
-// Validate checks the config and names the first bad field.
+// Validate checks the config as transformers and PyTorch would, and before
+// anything is allocated: every size within its bound (limits.HiddenSize,
+// ...), hidden_size a multiple of num_attention_heads, pad_token_id inside
+// the vocabulary, dropout probabilities in [0, 1), layer_norm_eps positive
+// and finite, initializer_range finite and not negative, and the
+// parameters (ParamBytes) within limits.MaxModelBytes and the memory
+// available. The error names the first bad field, its value and what is
+// allowed.
 func (c BertConfig) Validate() error {
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"num_hidden_layers", c.NumHiddenLayers},
-		{"num_attention_heads", c.NumAttentionHeads}, {"intermediate_size", c.IntermediateSize},
-		{"max_position_embeddings", c.MaxPositionEmbeddings}, {"type_vocab_size", c.TypeVocabSize}, {"num_labels", c.NumLabels}} {
-		if f.v <= 0 {
-			return fmt.Errorf("bert config: %s must be positive, got %d", f.name, f.v)
+		bound limits.Int
+		v     int
+	}{{limits.VocabSize, c.VocabSize}, {limits.HiddenSize, c.HiddenSize}, {limits.NumHiddenLayers, c.NumHiddenLayers},
+		{limits.NumAttentionHeads, c.NumAttentionHeads}, {limits.IntermediateSize, c.IntermediateSize},
+		{limits.MaxPositionEmbeddings, c.MaxPositionEmbeddings}, {limits.TypeVocabSize, c.TypeVocabSize}, {limits.NumLabels, c.NumLabels}} {
+		if err := f.bound.Check(f.v); err != nil {
+			return fmt.Errorf("bert config: %w", err)
 		}
 	}
 	if c.HiddenSize%c.NumAttentionHeads != 0 {
@@ -58,7 +66,32 @@ func (c BertConfig) Validate() error {
 	if c.PadTokenID < 0 || c.PadTokenID >= c.VocabSize {
 		return fmt.Errorf("bert config: pad_token_id %d outside the vocabulary [0, %d)", c.PadTokenID, c.VocabSize)
 	}
+	for _, err := range []error{
+		limits.Probability("hidden_dropout_prob", c.HiddenDropoutProb),
+		limits.Probability("attention_probs_dropout_prob", c.AttentionProbsDropoutProb),
+		limits.PositiveFinite("layer_norm_eps", c.LayerNormEps),
+		limits.NonNegativeFinite("initializer_range", c.InitializerRange),
+		limits.ModelBytes(fmt.Sprintf("the model (%d float32 parameters)", c.NumParameters()), 4*c.NumParameters()),
+	} {
+		if err != nil {
+			return fmt.Errorf("bert config: %w", err)
+		}
+	}
 	return nil
+}
+
+// NumParameters is the number of parameters of the
+// BertForSequenceClassification the config builds (4,386,178 for
+// bert-tiny with 2 labels). It is exact for a config whose sizes are
+// within their bounds (Validate checks them first).
+func (c BertConfig) NumParameters() int64 {
+	h, i := int64(c.HiddenSize), int64(c.IntermediateSize)
+	embeddings := (int64(c.VocabSize)+int64(c.MaxPositionEmbeddings)+int64(c.TypeVocabSize))*h + 2*h
+	layer := 4*(h*h+h) + 2*h + // query, key, value, output dense; LayerNorm
+		(h*i + i) + (i*h + h) + 2*h // intermediate and output dense; LayerNorm
+	pooler := h*h + h
+	classifier := h*int64(c.NumLabels) + int64(c.NumLabels)
+	return embeddings + int64(c.NumHiddenLayers)*layer + pooler + classifier
 }
 
 // BertForSequenceClassification is the root module of HF's class of that

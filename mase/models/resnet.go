@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -22,17 +23,49 @@ type ResNetConfig struct {
 // 1000 classes.
 func ResNet18Config() ResNetConfig { return ResNetConfig{Layers: [4]int{2, 2, 2, 2}, NumClasses: 1000} }
 
-// Validate checks the config and names the first bad field.
+// Validate checks the config and names the first bad field: blocks per
+// stage within limits.ResNetBlocks, num_classes within limits.NumLabels,
+// and the parameters (NumParameters) within limits.MaxModelBytes and the
+// memory available.
 func (c ResNetConfig) Validate() error {
 	for i, n := range c.Layers {
 		if n <= 0 {
 			return fmt.Errorf("resnet config: layers[%d] = %d, every stage needs at least one block", i, n)
 		}
+		if err := limits.ResNetBlocks.CheckAs(fmt.Sprintf("layers[%d]", i), n); err != nil {
+			return fmt.Errorf("resnet config: %w", err)
+		}
 	}
 	if c.NumClasses <= 0 {
 		return fmt.Errorf("resnet config: num_classes must be positive, got %d", c.NumClasses)
 	}
+	if err := limits.NumLabels.CheckAs("num_classes", c.NumClasses); err != nil {
+		return fmt.Errorf("resnet config: %w", err)
+	}
+	n := c.NumParameters()
+	if err := limits.ModelBytes(fmt.Sprintf("the model (%d float32 parameters)", n), 4*n); err != nil {
+		return fmt.Errorf("resnet config: %w", err)
+	}
 	return nil
+}
+
+// NumParameters is the number of parameters of the ResNet the config
+// builds (11,689,512 for ResNet-18 with 1000 classes); exact for a config
+// within its bounds.
+func (c ResNetConfig) NumParameters() int64 {
+	n := int64(3*64*7*7 + 2*64) // conv1, bn1
+	in := int64(64)
+	for stage, blocks := range c.Layers {
+		out := int64(64) << stage
+		for b := 0; b < blocks; b++ {
+			n += in*out*9 + 2*out + out*out*9 + 2*out // conv1, bn1, conv2, bn2
+			if b == 0 && stage > 0 {
+				n += in*out + 2*out // downsample: 1×1 conv, BatchNorm
+			}
+			in = out
+		}
+	}
+	return n + 512*int64(c.NumClasses) + int64(c.NumClasses) // fc
 }
 
 // ResNet is the root module of torchvision.models.ResNet with BasicBlocks,

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/download"
 	"github.com/gomase/gomase/mase/hub"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/safetensors"
@@ -157,7 +157,7 @@ func LoadContext(ctx context.Context, id string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := readChecked(cfgPath, download.JSON)
+	raw, err := readChecked(cfgPath, download.JSON, limits.JSONConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +188,8 @@ func LoadContext(ctx context.Context, id string, opts Options) (*Model, error) {
 // readChecked reads a file Resolve returned and checks it is JSON or text
 // as c says; a file that is not is named with how to clear it from the
 // cache (hub.BadFile).
-func readChecked(path string, c download.Content) ([]byte, error) {
-	raw, err := os.ReadFile(path)
+func readChecked(path string, c download.Content, limit limits.File) ([]byte, error) {
+	raw, err := limits.ReadFile(path, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func readWeights(path string) (*safetensors.File, error) {
 
 // loadShards reads the shards an index file names and merges them.
 func loadShards(ctx context.Context, id, indexPath string, ho hub.Options) (*safetensors.File, error) {
-	raw, err := readChecked(indexPath, download.JSON)
+	raw, err := readChecked(indexPath, download.JSON, limits.JSONConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func loadTokenizer(ctx context.Context, id string, ho hub.Options) (*tokenizer.T
 		var tc struct {
 			DoLowerCase *bool `json:"do_lower_case"`
 		}
-		raw, err := readChecked(path, download.JSON)
+		raw, err := readChecked(path, download.JSON, limits.JSONConfig)
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -322,7 +322,7 @@ func loadTokenizer(ctx context.Context, id string, ho hub.Options) (*tokenizer.T
 	}
 	var v *tokenizer.Vocab
 	if ok {
-		raw, err := readChecked(path, download.Text)
+		raw, err := readChecked(path, download.Text, limits.Tokenizer)
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -351,7 +351,7 @@ func loadTokenizer(ctx context.Context, id string, ho hub.Options) (*tokenizer.T
 // vocabFromTokenizerJSON reads the WordPiece vocabulary of a tokenizers
 // tokenizer.json.
 func vocabFromTokenizerJSON(path string) (*tokenizer.Vocab, error) {
-	raw, err := readChecked(path, download.JSON)
+	raw, err := readChecked(path, download.JSON, limits.Tokenizer)
 	if err != nil {
 		return nil, err
 	}

@@ -436,3 +436,74 @@ func TestBadCachedFiles(t *testing.T) {
 		})
 	}
 }
+
+// smallConfig is a valid BERT config.json with the given fields replaced
+// (raw JSON values).
+func smallConfig(t testing.TB, fields map[string]string) []byte {
+	t.Helper()
+	c := map[string]json.RawMessage{
+		"model_type": []byte(`"bert"`), "hidden_size": []byte("32"), "num_attention_heads": []byte("4"),
+		"intermediate_size": []byte("64"), "num_hidden_layers": []byte("2"), "vocab_size": []byte("40"),
+		"max_position_embeddings": []byte("64"), "num_labels": []byte("3"),
+	}
+	for k, v := range fields {
+		c[k] = json.RawMessage(v)
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestParseConfigBounds: config.json is validated as transformers and
+// PyTorch would, before anything is allocated; the error names the field,
+// the value and what is allowed. Before the fix, sizes of 10^9–10^12 passed
+// (and the build grew until it died) and dropout 5.0 or −1.0 trained.
+func TestParseConfigBounds(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fields map[string]string
+		want   string
+	}{
+		{"valid", nil, ""},
+		{"largest dropout", map[string]string{"hidden_dropout_prob": "0.999", "attention_probs_dropout_prob": "0"}, ""},
+		{"hidden_size 1e12", map[string]string{"hidden_size": "1000000000000"}, "config.json: bert config: hidden_size 1000000000000 is out of range (allowed: 1 to 65536)"},
+		{"hidden_size 0", map[string]string{"hidden_size": "0"}, "hidden_size 0 is out of range (allowed: 1 to 65536)"},
+		{"vocab_size 1e9", map[string]string{"vocab_size": "1000000000"}, "vocab_size 1000000000 is out of range (allowed: 1 to 2097152)"},
+		{"intermediate_size 1e11", map[string]string{"intermediate_size": "100000000000"}, "intermediate_size 100000000000 is out of range (allowed: 1 to 262144)"},
+		{"num_hidden_layers 1e9", map[string]string{"num_hidden_layers": "1000000000"}, "num_hidden_layers 1000000000 is out of range (allowed: 1 to 256)"},
+		{"num_attention_heads 1e6", map[string]string{"num_attention_heads": "1000000"}, "num_attention_heads 1000000 is out of range (allowed: 1 to 1024)"},
+		{"max_position_embeddings 1e9", map[string]string{"max_position_embeddings": "1000000000"}, "max_position_embeddings 1000000000 is out of range (allowed: 1 to 131072)"},
+		{"type_vocab_size 1e9", map[string]string{"type_vocab_size": "1000000000"}, "type_vocab_size 1000000000 is out of range (allowed: 1 to 1024)"},
+		{"num_labels 1e7", map[string]string{"num_labels": "10000000"}, "num_labels 10000000 is out of range (allowed: 1 to 1048576)"},
+		{"num_labels -1", map[string]string{"num_labels": "-1"}, "num_labels -1 is out of range"},
+		{"heads do not divide", map[string]string{"hidden_size": "30"}, "hidden_size 30 is not a multiple of num_attention_heads 4"},
+		{"every size at its bound", map[string]string{"hidden_size": "65536", "num_attention_heads": "1024", "intermediate_size": "262144",
+			"num_hidden_layers": "256", "vocab_size": "2097152"}, "more than the 8 GiB a model may take (limits.MaxModelBytes)"},
+		{"hidden_dropout_prob 5.0", map[string]string{"hidden_dropout_prob": "5.0"}, "hidden_dropout_prob 5 is not a dropout probability (allowed: 0 ≤ p < 1)"},
+		{"hidden_dropout_prob -1.0", map[string]string{"hidden_dropout_prob": "-1.0"}, "hidden_dropout_prob -1 is not a dropout probability (allowed: 0 ≤ p < 1)"},
+		{"attention_probs_dropout_prob 1", map[string]string{"attention_probs_dropout_prob": "1"}, "attention_probs_dropout_prob 1 is not a dropout probability"},
+		{"layer_norm_eps 0", map[string]string{"layer_norm_eps": "0"}, "layer_norm_eps 0 is out of range (allowed: a finite number above 0)"},
+		{"layer_norm_eps -1e-12", map[string]string{"layer_norm_eps": "-1e-12"}, "layer_norm_eps -1e-12 is out of range"},
+		{"layer_norm_eps 1e400", map[string]string{"layer_norm_eps": "1e400"}, "config.json is not a transformers config"},
+		{"initializer_range -0.02", map[string]string{"initializer_range": "-0.02"}, "initializer_range -0.02 is out of range (allowed: a finite number, 0 or more)"},
+		{"hidden_size 1e12 as a float", map[string]string{"hidden_size": "1e12"}, "config.json is not a transformers config"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _, err := ParseConfig(smallConfig(t, c.fields), 0)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cfg.Validate(); err != nil {
+					t.Fatalf("ParseConfig returned a config Validate refuses: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line containing %q", err, c.want)
+			}
+		})
+	}
+}

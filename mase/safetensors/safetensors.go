@@ -16,13 +16,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // ErrInvalid is wrapped by every error about malformed safetensors data
@@ -511,10 +511,11 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// ReadFile reads and validates a whole safetensors file. Errors name the
-// file and what is wrong with it.
+// ReadFile reads and validates a whole safetensors file: a regular file (or
+// a symlink to one) within limits.Weights. Errors name the file and what is
+// wrong with it.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, limits.Weights)
 	if err != nil {
 		return nil, fmt.Errorf("reading safetensors file: %w", err)
 	}

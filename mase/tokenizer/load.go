@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/mase/datadir"
 	dl "github.com/gomase/gomase/mase/download"
 	"github.com/gomase/gomase/mase/hub"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // VocabURL is where BertBaseUncased downloads vocab.txt when neither the
@@ -120,7 +121,7 @@ func fromHubCache() (path, why string) {
 	if err != nil {
 		return "", "Hugging Face cache: " + err.Error()
 	}
-	b, err := os.ReadFile(p)
+	b, err := limits.ReadFile(p, limits.Tokenizer)
 	if err != nil {
 		return "", "Hugging Face cache: " + err.Error()
 	}

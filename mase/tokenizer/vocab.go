@@ -27,9 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // The special tokens of BERT vocabularies.
@@ -62,7 +63,7 @@ type Vocab struct {
 
 // LoadVocab reads a vocab.txt file (see ParseVocab).
 func LoadVocab(path string) (*Vocab, error) {
-	f, err := os.Open(path)
+	f, _, err := limits.Open(path, limits.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("vocabulary: %w", err)
 	}

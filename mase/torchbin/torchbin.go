@@ -9,14 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/big"
-	"os"
 	"path"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
 
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/safetensors"
 )
 
@@ -24,11 +25,12 @@ import (
 // pickle opcodes in Go and never runs Python; on top of that only the
 // globals a state dict needs are resolved (tensor rebuilders, storage
 // types, OrderedDict), so a pickle naming anything else (os.system,
-// builtins.eval, ...) is refused before a single tensor is read.
-
-// maxTorchPickle bounds the size of a state dict's data.pkl (the pickle
-// holds names and tensor descriptions, not values).
-const maxTorchPickle = 64 << 20
+// builtins.eval, ...) is refused before a single tensor is read. Before
+// gopickle sees it, checkPickle walks the pickle once and refuses what would
+// make gopickle allocate more than the input holds or panic (see pickle.go).
+// Views are checked against their storage with overflow-checked arithmetic,
+// and every byte the loader allocates is counted against
+// limits.MaxModelBytes and the memory available.
 
 // torchStorageTypes maps the storage classes torch.save pickles to element
 // types.
@@ -42,8 +44,11 @@ var torchStorageTypes = map[string]safetensors.DType{
 // a safetensors File: every tensor of the dict under its name, converted to a
 // contiguous little-endian tensor. Tensors sharing a storage (tied
 // weights), storage offsets and strided views are supported.
+//
+// The file must be a regular file (or a symlink to one) within
+// limits.Weights.
 func ReadFile(path string) (*safetensors.File, error) {
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, limits.Weights)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +61,12 @@ func ReadFile(path string) (*safetensors.File, error) {
 
 // Parse is ReadFile for the file's bytes.
 func Parse(data []byte) (*safetensors.File, error) {
+	return parse(data, limits.MaxModelBytes)
+}
+
+// parse is Parse with maxBytes in place of limits.MaxModelBytes for the
+// storages read and for the tensors made from them.
+func parse(data []byte, maxBytes int64) (*safetensors.File, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if len(data) > 0 && (data[0] == 0x80 || data[0] == 'c') {
@@ -81,22 +92,45 @@ func Parse(data []byte) (*safetensors.File, error) {
 	if pkl == nil {
 		return nil, errors.New("not a PyTorch checkpoint: the zip archive has no data.pkl")
 	}
-	if pkl.UncompressedSize64 > maxTorchPickle {
-		return nil, fmt.Errorf("data.pkl is %d bytes, more than the %d a state dict needs", pkl.UncompressedSize64, maxTorchPickle)
+	if pkl.UncompressedSize64 > limits.MaxPickleBytes {
+		return nil, fmt.Errorf("data.pkl is %d bytes, more than the %s a state dict needs (limits.MaxPickleBytes)", pkl.UncompressedSize64, limits.Bytes(limits.MaxPickleBytes))
 	}
 	raw, err := readZipEntry(pkl, int64(pkl.UncompressedSize64))
 	if err != nil {
 		return nil, fmt.Errorf("reading data.pkl: %w", err)
 	}
-	ld := &torchLoader{entries: entries, prefix: prefix, storages: map[string]*torchStorage{}}
+	ld := newLoader(entries, prefix, maxBytes)
+	obj, err := ld.unpickle(raw)
+	if err != nil {
+		return nil, err
+	}
+	return ld.stateDict(obj)
+}
+
+// newLoader is a loader for the archive entries under prefix that reads
+// at most maxBytes of storages and makes at most maxBytes of tensors.
+func newLoader(entries map[string]*zip.File, prefix string, maxBytes int64) *torchLoader {
+	return &torchLoader{
+		entries: entries, prefix: prefix, storages: map[string]*torchStorage{},
+		stored:  limits.NewBudget("the checkpoint's storages", maxBytes),
+		tensors: limits.NewBudget("the checkpoint's tensors", maxBytes),
+	}
+}
+
+// unpickle checks the pickle (checkPickle), then runs gopickle on it with
+// the loader's globals and storages.
+func (ld *torchLoader) unpickle(raw []byte) (any, error) {
+	if err := checkPickle(raw); err != nil {
+		return nil, fmt.Errorf("data.pkl: %w", err)
+	}
 	u := pickle.NewUnpickler(bytes.NewReader(raw))
 	u.FindClass = ld.findClass
 	u.PersistentLoad = ld.persistentLoad
 	obj, err := u.Load()
 	if err != nil {
-		return nil, fmt.Errorf("unpickling data.pkl: %w", err)
+		return nil, fmt.Errorf("unpickling data.pkl: %s", clipTo(err.Error(), 500))
 	}
-	return stateDict(obj)
+	return obj, nil
 }
 
 // readZipEntry reads a whole entry, checking it holds want bytes.
@@ -118,6 +152,8 @@ type torchLoader struct {
 	entries  map[string]*zip.File
 	prefix   string
 	storages map[string]*torchStorage
+	// stored counts the storages read, tensors the tensors made from them.
+	stored, tensors *limits.Budget
 }
 
 // torchStorageType is a pickled storage class (torch.FloatStorage, ...).
@@ -129,8 +165,14 @@ type torchStorage struct {
 	data  []byte
 }
 
-// torchTensor is a rebuilt tensor, already contiguous.
-type torchTensor struct{ t *safetensors.Tensor }
+// torchTensor is a tensor as _rebuild_tensor_v2 describes it: a view of a
+// storage, gathered (and checked) once the state dict names it. It is used
+// by pointer: the unpickler may use it as a map key.
+type torchTensor struct {
+	storage      *torchStorage
+	offset       int64
+	size, stride []int64
+}
 
 // torchRebuild is torch._utils._rebuild_tensor_v2.
 type torchRebuild struct{}
@@ -156,62 +198,76 @@ func (ld *torchLoader) findClass(module, name string) (any, error) {
 			return &types.OrderedDictClass{}, nil
 		}
 	}
-	return nil, fmt.Errorf("refusing the pickle global %s.%s: a state dict holds only tensors, storages and dicts (allowed: torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter, torch.*Storage, collections.OrderedDict)", module, name)
+	return nil, fmt.Errorf("refusing the pickle global %s.%s: a state dict holds only tensors, storages and dicts (allowed: torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter, torch.*Storage, collections.OrderedDict)", clip(module), clip(name))
 }
 
 func (ld *torchLoader) persistentLoad(id any) (any, error) {
+	const want = "want ('storage', a torch.*Storage type, key, location, numel)"
 	tup, ok := id.(*types.Tuple)
 	if !ok || tup.Len() < 5 {
-		return nil, fmt.Errorf("persistent id %v: want ('storage', type, key, location, numel)", id)
+		return nil, fmt.Errorf("persistent id %s: %s", describe(id), want)
 	}
 	kind, _ := tup.Get(0).(string)
 	st, okType := tup.Get(1).(torchStorageType)
 	key, okKey := tup.Get(2).(string)
 	numel, okNumel := toInt(tup.Get(4))
 	if kind != "storage" || !okType || !okKey || !okNumel || numel < 0 {
-		return nil, fmt.Errorf("persistent id %v: want ('storage', type, key, location, numel)", id)
+		return nil, fmt.Errorf("persistent id %s: %s", describe(id), want)
 	}
 	if s, ok := ld.storages[key]; ok {
 		return s, nil
 	}
 	entry, ok := ld.entries[ld.prefix+"data/"+key]
 	if !ok {
-		return nil, fmt.Errorf("storage %q: no data/%s in the archive", key, key)
+		return nil, fmt.Errorf("storage %q: no data/%s in the archive", clip(key), clip(key))
 	}
-	size := int64(numel) * int64(st.dtype.Size())
-	if numel > math.MaxInt32*4 || int64(entry.UncompressedSize64) < size {
-		return nil, fmt.Errorf("storage %q: %d elements of %s need %d bytes, the archive holds %d", key, numel, st.dtype, size, entry.UncompressedSize64)
+	size, ok := limits.Mul(numel, int64(st.dtype.Size()))
+	if !ok || uint64(size) > entry.UncompressedSize64 {
+		need := "more than 2^63"
+		if ok {
+			need = fmt.Sprint(size)
+		}
+		return nil, fmt.Errorf("storage %q: %d elements of %s need %s bytes, the archive holds %d", clip(key), numel, st.dtype, need, entry.UncompressedSize64)
+	}
+	if err := ld.stored.Take(size); err != nil {
+		return nil, fmt.Errorf("storage %q: %w", clip(key), err)
 	}
 	data, err := readZipEntry(entry, size)
 	if err != nil {
-		return nil, fmt.Errorf("storage %q: %w", key, err)
+		return nil, fmt.Errorf("storage %q: %w", clip(key), err)
 	}
 	s := &torchStorage{dtype: st.dtype, data: data}
 	ld.storages[key] = s
 	return s, nil
 }
 
-// Call rebuilds a tensor from (storage, offset, size, stride,
-// requires_grad, backward_hooks[, metadata]).
+// Call describes a tensor from (storage, storage_offset, size, stride,
+// requires_grad, backward_hooks[, metadata]); the view is checked and
+// gathered when the state dict names it (torchLoader.gather).
 func (torchRebuild) Call(args ...any) (any, error) {
 	if len(args) < 4 {
-		return nil, fmt.Errorf("_rebuild_tensor_v2: %d arguments, want at least 4", len(args))
+		return nil, fmt.Errorf("_rebuild_tensor_v2: %d arguments, want at least 4 (storage, storage_offset, size, stride)", len(args))
 	}
 	s, ok := args[0].(*torchStorage)
 	if !ok {
-		return nil, fmt.Errorf("_rebuild_tensor_v2: the first argument is %T, not a storage", args[0])
+		return nil, fmt.Errorf("_rebuild_tensor_v2: the first argument is %s, not a storage", describe(args[0]))
 	}
-	offset, okOff := toInt(args[1])
-	shape, errShape := intTuple(args[2])
-	stride, errStride := intTuple(args[3])
-	if !okOff || errShape != nil || errStride != nil || len(shape) != len(stride) {
-		return nil, fmt.Errorf("_rebuild_tensor_v2: bad offset, size or stride (%v, %v, %v)", args[1], args[2], args[3])
+	offset, ok := toInt(args[1])
+	if !ok {
+		return nil, fmt.Errorf("_rebuild_tensor_v2: the storage offset is %s, not a 64-bit integer", describe(args[1]))
 	}
-	t, err := gatherStrided(s, offset, shape, stride)
+	size, err := intTuple(args[2])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("_rebuild_tensor_v2: size: %w", err)
 	}
-	return torchTensor{t}, nil
+	stride, err := intTuple(args[3])
+	if err != nil {
+		return nil, fmt.Errorf("_rebuild_tensor_v2: stride: %w", err)
+	}
+	if len(size) != len(stride) {
+		return nil, fmt.Errorf("_rebuild_tensor_v2: %d sizes but %d strides (want one stride per dimension)", len(size), len(stride))
+	}
+	return &torchTensor{storage: s, offset: offset, size: size, stride: stride}, nil
 }
 
 // Call unwraps a Parameter into its tensor.
@@ -219,80 +275,125 @@ func (torchRebuildParameter) Call(args ...any) (any, error) {
 	if len(args) < 1 {
 		return nil, errors.New("_rebuild_parameter: no tensor")
 	}
-	if _, ok := args[0].(torchTensor); !ok {
-		return nil, fmt.Errorf("_rebuild_parameter: the first argument is %T, not a tensor", args[0])
+	if _, ok := args[0].(*torchTensor); !ok {
+		return nil, fmt.Errorf("_rebuild_parameter: the first argument is %s, not a tensor", describe(args[0]))
 	}
 	return args[0], nil
 }
 
-// gatherStrided copies the view (offset, shape, stride) of s into a
-// contiguous row-major tensor, checking every element is inside s.
-func gatherStrided(s *torchStorage, offset int, shape, stride []int) (*safetensors.Tensor, error) {
-	es := s.dtype.Size()
-	n, err := safetensors.NumElements(shape)
-	if err != nil {
-		return nil, err
+// extent checks the view against its storage and returns its number of
+// elements: sizes, strides and the offset must be non-negative, and the
+// last element the view reaches, offset + Σ (size−1)·stride, must lie
+// inside the storage. Every product and sum is overflow-checked.
+func (t *torchTensor) extent() (int64, error) {
+	if t.offset < 0 {
+		return 0, fmt.Errorf("storage offset %d is negative (allowed: 0 or more)", t.offset)
 	}
-	avail := len(s.data) / es
-	if n == 0 {
-		return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: []byte{}}, nil
-	}
-	// The largest element index the view reaches must be in the storage.
-	last := offset
-	for i, d := range shape {
-		if stride[i] < 0 {
-			return nil, fmt.Errorf("negative stride %v", stride)
+	n := int64(1)
+	for i, d := range t.size {
+		if d < 0 {
+			return 0, fmt.Errorf("size %v has the negative dimension %d (allowed: 0 or more)", t.size, d)
 		}
-		last += (d - 1) * stride[i]
+		if t.stride[i] < 0 {
+			return 0, fmt.Errorf("stride %v has the negative stride %d (allowed: 0 or more; torch.save never writes one)", t.stride, t.stride[i])
+		}
+		var ok bool
+		if n, ok = limits.Mul(n, d); !ok {
+			return 0, fmt.Errorf("size %v has more than 2^63 elements", t.size)
+		}
 	}
-	if offset < 0 || last >= avail {
-		return nil, fmt.Errorf("a view of shape %v, stride %v at offset %d reaches element %d of a storage of %d", shape, stride, offset, last, avail)
+	if n == 0 {
+		return 0, nil
 	}
-	out := make([]byte, n*es)
+	avail := int64(len(t.storage.data) / t.storage.dtype.Size())
+	last := t.offset
+	for i, d := range t.size {
+		step, ok1 := limits.Mul(d-1, t.stride[i])
+		sum, ok2 := limits.Add(last, step)
+		if !ok1 || !ok2 {
+			return 0, fmt.Errorf("a view of size %v, stride %v at offset %d reaches past element 2^63 of a storage of %d elements (every element must lie inside the storage)", t.size, t.stride, t.offset, avail)
+		}
+		last = sum
+	}
+	if last >= avail {
+		return 0, fmt.Errorf("a view of size %v, stride %v at offset %d reaches element %d of a storage of %d elements (every element must lie inside the storage)", t.size, t.stride, t.offset, last, avail)
+	}
+	return n, nil
+}
+
+// gather copies the view into a contiguous row-major tensor, after extent
+// has checked it and the loader's budget has room for the copy.
+func (ld *torchLoader) gather(name string, t *torchTensor) (*safetensors.Tensor, error) {
+	n, err := t.extent()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", clip(name), err)
+	}
+	es := int64(t.storage.dtype.Size())
+	nbytes, ok := limits.Mul(n, es)
+	if !ok {
+		return nil, fmt.Errorf("tensor %q: %d elements of %s are more than 2^63 bytes", clip(name), n, t.storage.dtype)
+	}
+	if err := ld.tensors.Take(nbytes); err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", clip(name), err)
+	}
+	shape := make([]int, len(t.size))
+	for i, d := range t.size {
+		shape[i] = int(d)
+	}
+	out := make([]byte, nbytes)
+	if n == 0 {
+		return &safetensors.Tensor{DType: t.storage.dtype, Shape: shape, Data: out}, nil
+	}
+	src := t.storage.data
 	contiguous := true
-	want := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] != 1 && stride[i] != want {
+	want := int64(1)
+	for i := len(t.size) - 1; i >= 0; i-- {
+		if t.size[i] != 1 && t.stride[i] != want {
 			contiguous = false
 		}
-		want *= shape[i]
+		want *= t.size[i] // every size is at least 1: at most n, no overflow
 	}
 	if contiguous {
-		copy(out, s.data[offset*es:(offset+n)*es])
-		return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
+		copy(out, src[t.offset*es:])
+		return &safetensors.Tensor{DType: t.storage.dtype, Shape: shape, Data: out}, nil
 	}
-	idx := make([]int, len(shape))
-	for k := 0; k < n; k++ {
-		src := offset
+	// Every index below is at most the last element extent checked.
+	idx := make([]int64, len(t.size))
+	for k := int64(0); k < n; k++ {
+		at := t.offset
 		for i, v := range idx {
-			src += v * stride[i]
+			at += v * t.stride[i]
 		}
-		copy(out[k*es:(k+1)*es], s.data[src*es:(src+1)*es])
+		copy(out[k*es:(k+1)*es], src[at*es:(at+1)*es])
 		for i := len(idx) - 1; i >= 0; i-- {
 			idx[i]++
-			if idx[i] < shape[i] {
+			if idx[i] < t.size[i] {
 				break
 			}
 			idx[i] = 0
 		}
 	}
-	return &safetensors.Tensor{DType: s.dtype, Shape: shape, Data: out}, nil
+	return &safetensors.Tensor{DType: t.storage.dtype, Shape: shape, Data: out}, nil
 }
 
 // stateDict turns the unpickled object into a File: a dict from names to
-// tensors.
-func stateDict(obj any) (*safetensors.File, error) {
+// tensors, each gathered from its storage.
+func (ld *torchLoader) stateDict(obj any) (*safetensors.File, error) {
 	f := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}}
 	add := func(k, v any) error {
 		name, ok := k.(string)
 		if !ok {
-			return fmt.Errorf("a state dict key is %T, not a string", k)
+			return fmt.Errorf("a state dict key is %s, not a string", describe(k))
 		}
-		t, ok := v.(torchTensor)
+		tt, ok := v.(*torchTensor)
 		if !ok {
-			return fmt.Errorf("state dict entry %q is %T, not a tensor", name, v)
+			return fmt.Errorf("state dict entry %q is %s, not a tensor", clip(name), describe(v))
 		}
-		f.Tensors[name] = t.t
+		t, err := ld.gather(name, tt)
+		if err != nil {
+			return err
+		}
+		f.Tensors[name] = t
 		return nil
 	}
 	switch d := obj.(type) {
@@ -310,35 +411,81 @@ func stateDict(obj any) (*safetensors.File, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("the pickle holds a %T, not a state dict (a dict of tensors)", obj)
+		return nil, fmt.Errorf("the pickle holds %s, not a state dict (a dict of tensors)", describe(obj))
 	}
 	return f, nil
 }
 
-func toInt(v any) (int, bool) {
+// toInt reads a pickled integer that fits in int64.
+func toInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
-		return x, true
+		return int64(x), true
 	case *big.Int:
-		if x.IsInt64() && x.Int64() <= math.MaxInt {
-			return int(x.Int64()), true
+		if x.IsInt64() {
+			return x.Int64(), true
 		}
 	}
 	return 0, false
 }
 
-func intTuple(v any) ([]int, error) {
+// intTuple reads a tuple of at most limits.MaxTensorDims integers.
+func intTuple(v any) ([]int64, error) {
 	tup, ok := v.(*types.Tuple)
 	if !ok {
-		return nil, fmt.Errorf("%T is not a tuple", v)
+		return nil, fmt.Errorf("%s is not a tuple", describe(v))
 	}
-	out := make([]int, tup.Len())
+	if tup.Len() > limits.MaxTensorDims {
+		return nil, fmt.Errorf("%d dimensions (allowed: up to %d)", tup.Len(), limits.MaxTensorDims)
+	}
+	out := make([]int64, tup.Len())
 	for i := range out {
 		n, ok := toInt(tup.Get(i))
-		if !ok || n < 0 {
-			return nil, fmt.Errorf("tuple %v holds a non-integer", v)
+		if !ok {
+			return nil, fmt.Errorf("element %d is %s, not a 64-bit integer", i, describe(tup.Get(i)))
 		}
 		out[i] = n
 	}
 	return out, nil
+}
+
+// describe names a pickled value for an error, briefly: a value of a
+// hostile pickle may be megabytes long.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "None"
+	case string:
+		return fmt.Sprintf("the string %q", clip(x))
+	case int, bool, float64:
+		return fmt.Sprint(x)
+	case *big.Int:
+		return clip(x.String())
+	case *types.Tuple:
+		return fmt.Sprintf("a tuple of %d items", x.Len())
+	case *torchTensor:
+		return "a tensor"
+	case *torchStorage:
+		return "a storage"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
+
+// clip shortens s to at most 120 bytes for an error message.
+func clip(s string) string { return clipTo(s, 120) }
+
+// clipTo shortens s to at most max bytes (and an ellipsis), cutting
+// between runes, and escapes its line breaks: errors are one line.
+func clipTo(s string, max int) string {
+	s = lineBreaks.Replace(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -26,6 +26,11 @@ func (w *pickleWriter) str(s string) {
 	w.WriteString(s)
 }
 func (w *pickleWriter) int(n int) {
+	if n != int(int32(n)) { // LONG1: little-endian two's complement
+		w.WriteString("\x8a\x08")
+		binary.Write(&w.Buffer, binary.LittleEndian, int64(n))
+		return
+	}
 	w.WriteByte('J')
 	binary.Write(&w.Buffer, binary.LittleEndian, int32(n))
 }
@@ -58,7 +63,7 @@ func (w *pickleWriter) tensor(storageType, key string, numel, offset int, size, 
 }
 
 // torchArchive zips a data.pkl and storages the way torch.save does.
-func torchArchive(t *testing.T, pkl []byte, storages map[string][]byte) []byte {
+func torchArchive(t testing.TB, pkl []byte, storages map[string][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -80,7 +85,10 @@ func torchArchive(t *testing.T, pkl []byte, storages map[string][]byte) []byte {
 	return buf.Bytes()
 }
 
-func TestParseStateDict(t *testing.T) {
+// stateDictPickle is the pickle of a state dict with a contiguous view at
+// an offset, its transpose from the same storage ("0", 7 floats) and a
+// Parameter wrapping a half tensor (storage "1", 2 halves).
+func stateDictPickle() []byte {
 	var w pickleWriter
 	w.op("\x80\x02")
 	w.global("collections", "OrderedDict")
@@ -97,8 +105,17 @@ func TestParseStateDict(t *testing.T) {
 	w.global("collections", "OrderedDict")
 	w.op(")RtR")
 	w.op("u.")
+	return w.Bytes()
+}
+
+// stateDictStorages are stateDictPickle's storages.
+func stateDictStorages() map[string][]byte {
 	half := []byte{0x00, 0x3c, 0x00, 0xc0} // 1.0, -2.0
-	data := torchArchive(t, w.Bytes(), map[string][]byte{"0": floattest.Bytes([]float32{9, 1, 2, 3, 4, 5, 6}), "1": half})
+	return map[string][]byte{"0": floattest.Bytes([]float32{9, 1, 2, 3, 4, 5, 6}), "1": half}
+}
+
+func TestParseStateDict(t *testing.T) {
+	data := torchArchive(t, stateDictPickle(), stateDictStorages())
 
 	path := filepath.Join(t.TempDir(), "pytorch_model.bin")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -191,5 +208,189 @@ func TestParseBadInput(t *testing.T) {
 	// A view reaching past its storage.
 	if _, err := Parse(torchArchive(t, oneTensorDict(2), map[string][]byte{"0": floattest.Bytes([]float32{1, 2, 3, 4})})); err == nil || !strings.Contains(err.Error(), "reaches element 5 of a storage of 4") {
 		t.Errorf("out-of-range view: %v", err)
+	}
+}
+
+// viewDict is the pickle of {"w": a view (offset, size, stride) of storage
+// "0", numel elements of storageType}.
+func viewDict(storageType string, numel, offset int, size, stride []int) []byte {
+	var w pickleWriter
+	w.op("\x80\x02")
+	w.global("collections", "OrderedDict")
+	w.op(")R(")
+	w.str("w")
+	w.tensor(storageType, "0", numel, offset, size, stride)
+	w.op("u.")
+	return w.Bytes()
+}
+
+// TestParseViews: every view is checked against its storage with
+// overflow-checked arithmetic, and the error names the tensor. Before the
+// fix, a stride of 2^62 wrapped the end-of-view computation: float32 loaded
+// the first element five times, float16 panicked.
+func TestParseViews(t *testing.T) {
+	floats := floattest.Bytes([]float32{1, 2, 3, 4})
+	halves := []byte{0x00, 0x3c, 0x00, 0x40, 0x00, 0x42, 0x00, 0x44} // 1, 2, 3, 4
+	ones := make([]int, 65)
+	for i := range ones {
+		ones[i] = 1
+	}
+	const max = 1<<63 - 1
+	for _, c := range []struct {
+		name          string
+		storage       string
+		numel, offset int
+		size, stride  []int
+		want          string    // error; "" for a tensor
+		values        []float32 // the tensor's values
+	}{
+		{"contiguous", "FloatStorage", 4, 0, []int{2, 2}, []int{2, 1}, "", []float32{1, 2, 3, 4}},
+		{"transposed", "FloatStorage", 4, 0, []int{2, 2}, []int{1, 2}, "", []float32{1, 3, 2, 4}},
+		{"broadcast (stride 0)", "FloatStorage", 4, 1, []int{3}, []int{0}, "", []float32{2, 2, 2}},
+		{"empty", "FloatStorage", 4, 0, []int{0, 5}, []int{5, 1}, "", []float32{}},
+		{"last element", "FloatStorage", 4, 3, []int{1}, []int{1}, "", []float32{4}},
+		{"one past the end", "FloatStorage", 4, 3, []int{2}, []int{1}, `tensor "w": a view of size [2], stride [1] at offset 3 reaches element 4 of a storage of 4 elements`, nil},
+		{"huge stride float32", "FloatStorage", 4, 0, []int{5}, []int{1 << 62}, `tensor "w": a view of size [5], stride [4611686018427387904] at offset 0 reaches past element 2^63 of a storage of 4 elements`, nil},
+		{"huge stride float16", "HalfStorage", 4, 0, []int{5}, []int{1 << 62}, `tensor "w": a view of size [5], stride [4611686018427387904] at offset 0 reaches past element 2^63`, nil},
+		{"stride wrapping negative", "FloatStorage", 4, 0, []int{3}, []int{max}, `reaches past element 2^63 of a storage of 4 elements`, nil},
+		{"offset overflow", "FloatStorage", 4, max, []int{2}, []int{1}, `tensor "w": a view of size [2], stride [1] at offset 9223372036854775807 reaches past element 2^63`, nil},
+		{"huge offset", "FloatStorage", 4, 1 << 40, []int{1}, []int{1}, `reaches element 1099511627776 of a storage of 4 elements`, nil},
+		{"negative stride", "FloatStorage", 4, 3, []int{2}, []int{-1}, `tensor "w": stride [-1] has the negative stride -1 (allowed: 0 or more`, nil},
+		{"negative size", "FloatStorage", 4, 0, []int{-1}, []int{1}, `tensor "w": size [-1] has the negative dimension -1 (allowed: 0 or more)`, nil},
+		{"negative offset", "FloatStorage", 4, -1, []int{1}, []int{1}, `tensor "w": storage offset -1 is negative (allowed: 0 or more)`, nil},
+		{"2^64 elements", "FloatStorage", 4, 0, []int{1 << 32, 1 << 32}, []int{0, 0}, `tensor "w": size [4294967296 4294967296] has more than 2^63 elements`, nil},
+		{"a 4 TiB broadcast", "FloatStorage", 4, 0, []int{1 << 40}, []int{0}, `tensor "w": the checkpoint's tensors need 4 TiB, more than the 8 GiB allowed`, nil},
+		{"2^62 bytes", "DoubleStorage", 4, 0, []int{1 << 61}, []int{0}, `tensor "w": 2305843009213693952 elements of F64 are more than 2^63 bytes`, nil},
+		{"65 dimensions", "FloatStorage", 4, 0, ones, ones, "size: 65 dimensions (allowed: up to 64)", nil},
+		{"sizes and strides differ", "FloatStorage", 4, 0, []int{2, 2}, []int{1}, "2 sizes but 1 strides", nil},
+		{"storage of 2^62 elements", "FloatStorage", 1 << 62, 0, []int{1}, []int{1}, `storage "0": 4611686018427387904 elements of F32 need more than 2^63 bytes, the archive holds 16`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := floats
+			if c.storage == "HalfStorage" {
+				data = halves
+			}
+			if c.storage == "DoubleStorage" {
+				data = append(slices.Clone(floats), floats...)
+			}
+			f, err := Parse(torchArchive(t, viewDict(c.storage, c.numel, c.offset, c.size, c.stride), map[string][]byte{"0": data}))
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line containing %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Tensors["w"].Float32s()
+			if err != nil || !slices.Equal(got, c.values) || !slices.Equal(f.Tensors["w"].Shape, c.size) {
+				t.Fatalf("values %v shape %v (%v), want %v %v", got, f.Tensors["w"].Shape, err, c.values, c.size)
+			}
+		})
+	}
+}
+
+// le64 is v as 8 little-endian bytes.
+func le64(v uint64) string { return string(binary.LittleEndian.AppendUint64(nil, v)) }
+
+// le32 is v as 4 little-endian bytes.
+func le32(v uint32) string { return string(binary.LittleEndian.AppendUint32(nil, v)) }
+
+// TestParseHostilePickle: lengths are bounded by the bytes that remain
+// before gopickle allocates, and the inputs that made gopickle panic or
+// grow without bound are refused with an error naming the opcode and its
+// offset. Before the fix, the huge lengths panicked (makeslice) or died
+// out of memory, and LONG1 of 0 bytes, opcode 0xff, DICT with an odd
+// number of items and a bytes key panicked.
+func TestParseHostilePickle(t *testing.T) {
+	rep := strings.Repeat
+	od := "ccollections\nOrderedDict\n)R" // an OrderedDict: a Go map inside
+	for _, c := range []struct {
+		name, pkl, want string
+	}{
+		{"FRAME 2^45", "\x80\x04\x95" + le64(1<<45) + "N.", "FRAME (0x95) at byte 2: a length of 35184372088832 bytes, but only 2 bytes of the pickle remain"},
+		{"FRAME 2^63+1", "\x80\x04\x95" + le64(1<<63+1) + "N.", "FRAME (0x95) at byte 2: a length of 9223372036854775809 bytes"},
+		{"BINBYTES8 2^62", "\x80\x04\x8e" + le64(1<<62) + "abc.", "BINBYTES8 (0x8e) at byte 2: a length of 4611686018427387904 bytes, but only 4 bytes of the pickle remain"},
+		{"BINUNICODE8 2^50", "\x80\x04\x8d" + le64(1<<50) + ".", "BINUNICODE8 (0x8d) at byte 2: a length of 1125899906842624 bytes"},
+		{"BINUNICODE8 2^64-1", "\x80\x04\x8d" + le64(1<<64-1) + ".", "BINUNICODE8 (0x8d) at byte 2: a length of 18446744073709551615 bytes"},
+		{"BYTEARRAY8 2^45", "\x80\x05\x96" + le64(1<<45) + ".", "BYTEARRAY8 (0x96) at byte 2: a length of 35184372088832 bytes"},
+		{"BINBYTES 2^32-1", "\x80\x03B" + le32(1<<32-1) + ".", "BINBYTES (0x42) at byte 2: a length of 4294967295 bytes, but only 1 bytes of the pickle remain"},
+		{"BINUNICODE 2^32-1", "\x80\x02X" + le32(1<<32-1) + ".", "BINUNICODE (0x58) at byte 2: a length of 4294967295 bytes"},
+		{"BINSTRING 2^31-1", "\x80\x02T" + le32(1<<31-1) + ".", "BINSTRING (0x54) at byte 2: a length of 2147483647 bytes"},
+		{"BINSTRING negative", "\x80\x02T" + le32(1<<32-1) + ".", "BINSTRING (0x54) at byte 2: a negative length -1"},
+		{"SHORT_BINBYTES 255", "\x80\x03C\xffab.", "SHORT_BINBYTES (0x43) at byte 2: a length of 255 bytes, but only 3 bytes"},
+		{"SHORT_BINUNICODE 255", "\x80\x04\x8c\xffab.", "SHORT_BINUNICODE (0x8c) at byte 2: a length of 255 bytes"},
+		{"SHORT_BINSTRING 255", "\x80\x02U\xffab.", "SHORT_BINSTRING (0x55) at byte 2: a length of 255 bytes"},
+		{"LONG4 2^31-1", "\x80\x02\x8b" + le32(1<<31-1) + ".", "LONG4 (0x8b) at byte 2: an integer of 2147483647 bytes (allowed: up to 1024, limits.MaxPickleIntBytes)"},
+		{"LONG4 0 bytes", "\x80\x02\x8b" + le32(0) + ".", "LONG4 (0x8b) at byte 2: an integer of 0 bytes"},
+		{"LONG1 0 bytes", "\x80\x02\x8a\x00.", "LONG1 (0x8a) at byte 2: an integer of 0 bytes"},
+		{"LONG1 past the end", "\x80\x02\x8a\x09abc", "LONG1 (0x8a) at byte 2: a length of 9 bytes, but only 3 bytes"},
+		{"LONG text too long", "\x80\x02L" + rep("9", 5000) + "L\n.", "LONG (0x4c) at byte 2: a text argument longer than 1026 bytes"},
+		{"BINFLOAT cut", "\x80\x02G\x00\x01", "BINFLOAT (0x47) at byte 2: the pickle ends inside the opcode's 8-byte argument"},
+		{"LONG_BINPUT cut", "\x80\x02Nr\x01\x02", "LONG_BINPUT (0x72) at byte 3: the pickle ends inside the opcode's 4-byte argument"},
+		{"opcode 0xff", "\x80\x02\xff.", "0xff at byte 2: not a pickle opcode gomase reads"},
+		{"protocol 6", "\x80\x06N.", "PROTO (0x80) at byte 0: protocol 6 (allowed: 0 to 5)"},
+		{"GLOBAL without newline", "\x80\x02ccollections\nOrderedDict", "GLOBAL (0x63) at byte 2: the pickle ends before the argument's newline"},
+		{"GLOBAL name of 2000 bytes", "\x80\x02c" + rep("m", 2000) + "\nx\n.", "GLOBAL (0x63) at byte 2: a text argument longer than 1023 bytes"},
+		{"DICT of 3 items", "\x80\x02(NNNd.", "DICT (0x64) at byte 6: 3 items, not key and value pairs"},
+		{"SETITEMS of 1 item", "\x80\x02}(Nu.", "SETITEMS (0x75) at byte 5: 1 items, not key and value pairs"},
+		{"bytes key (SETITEM)", "\x80\x03" + od + "C\x01xNs.", "SETITEM (0x73) at byte 33: a bytes object as a dict or set key"},
+		{"bytes key (SETITEMS, memoized)", "\x80\x03C\x01xq\x00" + od + "(h\x00Nu.", "SETITEMS (0x75) at byte 38: a bytes object as a dict or set key"},
+		{"bytes key (SETITEMS, MEMOIZE)", "\x80\x04N\x94C\x01x\x94" + od + "(h\x01Nu.", "SETITEMS (0x75) at byte 39: a bytes object as a dict or set key"},
+		{"bytes key (BUILD keeps the object)", "\x80\x03" + od + "C\x01xNbNs.", "SETITEM (0x73) at byte 35: a bytes object as a dict or set key"},
+		{"bytes in a FROZENSET", "\x80\x04(C\x01x\x91.", "FROZENSET (0x91) at byte 6: a bytes object as a dict or set key"},
+		{"bytes in ADDITEMS", "\x80\x04\x8f(C\x01x\x90.", "ADDITEMS (0x90) at byte 7: a bytes object as a dict or set key"},
+		{"stack underflow", "\x80\x02R.", "REDUCE (0x52) at byte 2: the stack holds fewer objects than the opcode takes"},
+		{"underflow below a MARK", "\x80\x02N(\x85.", "TUPLE1 (0x85) at byte 4: the stack holds fewer objects"},
+		{"POP_MARK without MARK", "\x80\x021.", "POP_MARK (0x31) at byte 2: no MARK to pop"},
+		{"OBJ without class", "\x80\x02(o.", "OBJ (0x6f) at byte 3: no class after the MARK"},
+		{"extension code", "\x80\x02\x82\x01.", "EXT1 (0x82) at byte 2: extension codes and out-of-band buffers are not used by state dicts"},
+		{"out-of-band buffer", "\x80\x05\x97.", "NEXT_BUFFER (0x97) at byte 2"},
+		{"no STOP", "\x80\x02N", "the pickle ends at byte 3 without a STOP opcode"},
+		{"4097 MARKs", "\x80\x02" + rep("(", 4097), "MARK (0x28) at byte 4098: more than 4096 MARKs open at once"},
+		{"2^20+1 objects", "\x80\x02" + rep("N", 1<<20+1), "NONE (0x4e) at byte 1048578: more than 1048576 objects on the stack"},
+		{"2^20+1 memo writes", "\x80\x04N" + rep("\x94", 1<<20+1), "MEMOIZE (0x94) at byte 1048579: more than 1048576 memo writes"},
+		{"2^22+1 opcodes", "\x80\x02" + rep("N0", 1<<21+1), "the pickle has more than 4194304 opcodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(torchArchive(t, []byte(c.pkl), nil))
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// protocol4Pickle is {"a": a 2×2 view of storage "0" (4 floats), "b": the
+// same tensor through the memo}, in protocol 4 inside one FRAME.
+func protocol4Pickle() []byte {
+	var body pickleWriter
+	short := func(s string) { body.op("\x8c" + string(rune(len(s))) + s + "\x94") }
+	short("collections")
+	short("OrderedDict")
+	body.op("\x93\x94)R\x94(")
+	short("a")
+	body.tensor("FloatStorage", "0", 4, 0, []int{2, 2}, []int{2, 1})
+	body.op("\x94")
+	short("b")
+	body.op("h\x05") // memo 5: the tensor "a" (0-4: two names, the class, the dict, "a")
+	body.op("u.")
+	return []byte("\x80\x04\x95" + le64(uint64(body.Len())) + body.String())
+}
+
+// TestParseProtocol4: a protocol-4 pickle (FRAME, SHORT_BINUNICODE,
+// STACK_GLOBAL, MEMOIZE, BINGET), as torch.save(..., pickle_protocol=4)
+// writes, passes the check and loads.
+func TestParseProtocol4(t *testing.T) {
+	pkl := protocol4Pickle()
+	f, err := Parse(torchArchive(t, pkl, map[string][]byte{"0": floattest.Bytes([]float32{1, 2, 3, 4})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if got, err := f.Tensors[name].Float32s(); err != nil || !slices.Equal(got, []float32{1, 2, 3, 4}) {
+			t.Errorf("%s: %v %v", name, got, err)
+		}
 	}
 }
