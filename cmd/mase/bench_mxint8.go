@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/labsetup"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/perf"
 )
@@ -48,6 +49,12 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 	}
 	if *n < *gs || *reps < 1 || *loop < 1 {
 		return fmt.Errorf("--values must be ≥ the group size, --reps and --loop ≥ 1 (got %d, %d, %d)", *n, *reps, *loop)
+	}
+	// float32 source, int8 mantissas, bfloat16 output and the float32
+	// reference: about 11 bytes a value, 16 counted.
+	need, ok := limits.Mul(int64(*n), 16)
+	if err := limits.Work(fmt.Sprintf("--values %d", *n), need, ok); err != nil {
+		return err
 	}
 	if *be != "" {
 		onBackend, err := benchBackend(be)

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/compute/dtypes/float16"
 
 	"github.com/gomase/gomase/kernels/sdpa"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/perf"
 )
 
@@ -54,6 +55,10 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	}
 	if *dtype != "float32" && *dtype != "float16" {
 		return fmt.Errorf("unknown --dtype %q (allowed: float32, float16)", *dtype)
+	}
+	need, ok := sdpaBytes(dims)
+	if err := limits.Work("--shape "+*shape, need, ok); err != nil {
+		return err
 	}
 	if *masked && *be == "" {
 		return fmt.Errorf("--mask needs --backend (it times the GoMLX graphs; the Go kernels take a mask through their Options)")
@@ -166,4 +171,18 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "SDPA %v %s (%s kernels), median of %d: naive %.2f ms, fused %.2f ms, speedup %.2f×; max |error| vs float64 %.2g\n",
 		dims, *dtype, r.SIMD, r.Reps, r.NaiveMs, r.FusedMs, r.Speedup, r.MaxAbsErr)
 	return nil
+}
+
+// sdpaBytes estimates what `bench sdpa` allocates for shape batch, heads,
+// seq, head_dim: q, k, v and both outputs in float32 and in float64 (the
+// reference), and the naive path's score and probability matrices
+// [batch, heads, seq, seq] in float64. ok is false when it overflows.
+func sdpaBytes(dims []int) (n int64, ok bool) {
+	b, h, s, d := int64(dims[0]), int64(dims[1]), int64(dims[2]), int64(dims[3])
+	qkv, ok1 := limits.Product(b, h, s, d)
+	scores, ok2 := limits.Product(b, h, s, s)
+	a, ok3 := limits.Mul(qkv, 5*(4+8))
+	c, ok4 := limits.Mul(scores, 2*8)
+	n, ok5 := limits.Add(a, c)
+	return n, ok1 && ok2 && ok3 && ok4 && ok5
 }

@@ -194,3 +194,33 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("a file of exactly the limit: %v", err)
 	}
 }
+
+// TestWorkAndProduct: a computation's estimate is refused above the cap or
+// when it overflowed, accepted below; Product reports overflow and
+// negative factors.
+func TestWorkAndProduct(t *testing.T) {
+	if p, ok := Product(32, 8, 128, 64); !ok || p != 2097152 {
+		t.Errorf("Product: %d, %v", p, ok)
+	}
+	for _, dims := range [][]int64{{1 << 40, 1 << 30}, {4, -1}} {
+		if _, ok := Product(dims...); ok {
+			t.Errorf("Product(%v) ok", dims)
+		}
+	}
+	if err := Work("a small one", 1<<20, true); err != nil {
+		t.Errorf("1 MiB: %v", err)
+	}
+	for _, c := range []struct {
+		n    int64
+		ok   bool
+		want string
+	}{
+		{MaxModelBytes + 1, true, "more than the 8 GiB one computation may take"},
+		{0, false, "needs more than the 8 GiB one computation may take"},
+		{-1, true, "needs more than the 8 GiB"},
+	} {
+		if err := Work("--shape x", c.n, c.ok); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "--shape x ") {
+			t.Errorf("Work(%d, %v): %v, want %q", c.n, c.ok, err, c.want)
+		}
+	}
+}

@@ -69,6 +69,37 @@ func modelBytes(what string, n, avail int64, haveAvail bool) error {
 	return nil
 }
 
+// Work checks that a computation needing n bytes (an estimate; what names
+// it) is within MaxModelBytes and the memory available: the check of a
+// benchmark's or a search space's sizes before anything is allocated. ok
+// false says the estimate itself overflowed int64.
+func Work(what string, n int64, ok bool) error {
+	if !ok || n < 0 {
+		return fmt.Errorf("%s needs more than the %s one computation may take (limits.MaxModelBytes)", what, Bytes(MaxModelBytes))
+	}
+	avail, known := MemAvailable()
+	if n > MaxModelBytes {
+		return fmt.Errorf("%s needs about %s, more than the %s one computation may take (limits.MaxModelBytes)", what, Bytes(n), Bytes(MaxModelBytes))
+	}
+	if known && n > avail {
+		return fmt.Errorf("%s needs about %s, more than the %s of memory available", what, Bytes(n), Bytes(avail))
+	}
+	return nil
+}
+
+// Product returns the product of dims and whether it is exact (no int64
+// overflow, no negative factor).
+func Product(dims ...int64) (int64, bool) {
+	p := int64(1)
+	for _, d := range dims {
+		var ok bool
+		if p, ok = Mul(p, d); !ok || d < 0 {
+			return 0, false
+		}
+	}
+	return p, true
+}
+
 // A Budget counts the bytes a loader allocates for one input, against a
 // maximum and against the memory available when the budget was made.
 type Budget struct {

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/search"
@@ -97,11 +98,14 @@ func QuickSpace() Space {
 func (s Space) params() []struct {
 	name   string
 	values []int
+	bound  limits.Int
 } {
 	return []struct {
 		name   string
 		values []int
-	}{{NumLayersParam, s.NumLayers}, {NumHeadsParam, s.NumHeads}, {HiddenSizeParam, s.HiddenSize}, {IntermediateSizeParam, s.IntermediateSize}}
+		bound  limits.Int
+	}{{NumLayersParam, s.NumLayers, limits.NumHiddenLayers}, {NumHeadsParam, s.NumHeads, limits.NumAttentionHeads},
+		{HiddenSizeParam, s.HiddenSize, limits.HiddenSize}, {IntermediateSizeParam, s.IntermediateSize, limits.IntermediateSize}}
 }
 
 // Validate checks that every list has positive values, that every hidden
@@ -115,6 +119,9 @@ func (s Space) Validate() error {
 		for _, v := range p.values {
 			if v <= 0 {
 				return fmt.Errorf("nas: %s value %d is not positive", p.name, v)
+			}
+			if err := p.bound.CheckAs(p.name, v); err != nil {
+				return fmt.Errorf("nas: %w", err)
 			}
 		}
 	}
@@ -139,6 +146,13 @@ func (s Space) Validate() error {
 	}
 	if s.Base.VocabSize == 0 {
 		return fmt.Errorf("nas: Space.Base is empty; start from models.BertTinyConfig()")
+	}
+	// The largest model the space holds must fit, before any trial builds one.
+	largest := s.Base
+	largest.NumHiddenLayers, largest.HiddenSize, largest.IntermediateSize = slices.Max(s.NumLayers), slices.Max(s.HiddenSize), slices.Max(s.IntermediateSize)
+	largest.NumAttentionHeads = slices.Min(heads)
+	if err := largest.Validate(); err != nil {
+		return fmt.Errorf("nas: the largest model of the space: %w", err)
 	}
 	return nil
 }
