@@ -23,8 +23,10 @@ type span struct {
 var (
 	// learningRates: AdamW's peak learning rate.
 	learningRates = span{Min: 0, MinOpen: true, Max: 10}
-	// fractions: a share of something, 0 to 1 (HF's warmup_ratio).
+	// fractions: a share of something, 0 to 1.
 	fractions = span{Min: 0, Max: 1}
+	// warmupRatios: HF's warmup_ratio, 0 up to but not 1.
+	warmupRatios = span{Min: 0, Max: 1, MaxOpen: true}
 	// loraAlphas: 0 stands for the rank.
 	loraAlphas = span{Min: 0, Max: 1e6}
 	// costWeights: a cost's weight in an objective.

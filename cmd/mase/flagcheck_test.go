@@ -18,8 +18,8 @@ func TestNumberFlagsRefuseBadValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"train", "--warmup", "NaN"}, `invalid value "NaN" for flag -warmup: want a finite number in [0, 1]`},
-		{[]string{"train", "--warmup", "1.5"}, `invalid value "1.5" for flag -warmup: want a finite number in [0, 1]`},
+		{[]string{"train", "--warmup", "NaN"}, `invalid value "NaN" for flag -warmup: want a finite number in [0, 1)`},
+		{[]string{"train", "--warmup", "1"}, `invalid value "1" for flag -warmup: want a finite number in [0, 1)`},
 		{[]string{"train", "--lr", "0"}, `invalid value "0" for flag -lr: want a finite number in (0, 10]`},
 		{[]string{"train", "--lr", "-Inf"}, `invalid value "-Inf" for flag -lr`},
 		{[]string{"train", "--lora-alpha", "NaN"}, `invalid value "NaN" for flag -lora-alpha: want a finite number in [0, 1e+06]`},

@@ -35,7 +35,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalLimit := fs.Int("eval-limit", 0, "keep a class-balanced subset of N evaluation examples (0: all)")
 	maxLen := fs.Int("max-len", 512, "truncate sequences to this many tokens")
 	lr := number(fs, "lr", defaults.LearningRate, learningRates, "peak learning rate (default: 1e-3 from a random initialisation, HF's 5e-5 from pretrained weights)")
-	warmup := number(fs, "warmup", defaults.WarmupRatio, fractions, "warm-up as a fraction of all steps (default: 0.1 from a random initialisation, HF's 0 from pretrained weights)")
+	warmup := number(fs, "warmup", defaults.WarmupRatio, warmupRatios, "warm-up as a fraction of all steps (default: 0.1 from a random initialisation, HF's 0 from pretrained weights)")
 	pretrainedFrom := pretrainedFlag(fs)
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size")
 	loraRank := fs.Int("lora-rank", 0, "insert LoRA adapters of this rank (0: full fine-tuning); fused after training")

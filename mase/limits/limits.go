@@ -33,6 +33,13 @@ var (
 	MaxPositionEmbeddings = Int{"max_position_embeddings", 1 << 17}
 	TypeVocabSize         = Int{"type_vocab_size", 1 << 10}
 	NumLabels             = Int{"num_labels", 1 << 20}
+	// LoRARank bounds an adapter's rank (PEFT's r; useful ranks are 4–64,
+	// and a rank above a layer's width adds nothing).
+	LoRARank = Int{"lora rank", 1 << 16}
+	// Epochs bounds num_train_epochs (the step count stays far inside int).
+	Epochs = Int{"num_train_epochs", 1 << 20}
+	// BatchSize bounds a training or evaluation batch.
+	BatchSize = Int{"batch size", 1 << 16}
 	// ResNetBlocks bounds each entry of a ResNet config's layers (blocks per
 	// stage; ResNet-152 has 36).
 	ResNetBlocks = Int{"layers", 64}

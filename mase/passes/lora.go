@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/nn"
 )
 
@@ -42,6 +43,27 @@ func InsertLoRA(mg *ir.MaseGraph, args LoRAArgs) (*ir.MaseGraph, Info, error) {
 		if match, err = regexp.Compile(args.Match); err != nil {
 			return nil, nil, fmt.Errorf("insert_lora: match %q is not a valid regular expression: %w", args.Match, err)
 		}
+	}
+	if err := limits.LoRARank.Check(args.Rank); err != nil {
+		return nil, nil, fmt.Errorf("insert_lora: %w", err)
+	}
+	// Every adapter's A and B (and their moments in training) must fit
+	// before the first is made.
+	var adapters int64
+	var fits = true
+	for _, n := range mg.Graph.Nodes() {
+		if n.Op != ir.CallModule {
+			continue
+		}
+		if lin, ok := mustModule(mg, n).(*nn.Linear); ok && (match == nil || match.MatchString(n.Target)) {
+			p, ok1 := limits.Product(int64(args.Rank), int64(lin.InFeatures+lin.OutFeatures), 4*3)
+			var ok2 bool
+			adapters, ok2 = limits.Add(adapters, p)
+			fits = fits && ok1 && ok2
+		}
+	}
+	if err := limits.Work(fmt.Sprintf("insert_lora: rank %d adapters", args.Rank), adapters, fits); err != nil {
+		return nil, nil, err
 	}
 	var replaced []string
 	for i, n := range mg.Graph.Nodes() {

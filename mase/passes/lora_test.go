@@ -149,6 +149,11 @@ func TestFuseLoRAMaths(t *testing.T) {
 	if _, _, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 0}); err == nil || !strings.Contains(err.Error(), "rank 0") {
 		t.Errorf("rank 0: %v", err)
 	}
+	// A rank past the bound, or one whose adapters would not fit, is refused
+	// before any adapter is made (a rank of 10^9 ran out of memory).
+	if _, _, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 1_000_000_000}); err == nil || !strings.Contains(err.Error(), "lora rank 1000000000 is out of range (allowed: 1 to 65536)") {
+		t.Errorf("rank 1e9: %v", err)
+	}
 	if _, _, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 1, Match: "nothing"}); err == nil || !strings.Contains(err.Error(), "no Linear") {
 		t.Errorf("no match: %v", err)
 	}

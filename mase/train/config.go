@@ -16,6 +16,8 @@ package train
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // Schedule names a learning-rate schedule.
@@ -85,10 +87,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("warm-up must be ≥ 0 steps and a ratio in [0, 1), got %d steps, ratio %v", c.WarmupSteps, c.WarmupRatio)
 	case c.MaxGradNorm < 0:
 		return fmt.Errorf("max_grad_norm must be ≥ 0 (0 disables clipping), got %v", c.MaxGradNorm)
-	case c.Epochs < 1:
-		return fmt.Errorf("num_train_epochs must be ≥ 1, got %d", c.Epochs)
-	case c.BatchSize < 1:
-		return fmt.Errorf("batch size must be ≥ 1, got %d", c.BatchSize)
+	case limits.Epochs.Check(c.Epochs) != nil:
+		return limits.Epochs.Check(c.Epochs)
+	case limits.BatchSize.Check(c.BatchSize) != nil:
+		return limits.BatchSize.Check(c.BatchSize)
 	case c.LogEvery < 0:
 		return fmt.Errorf("logging_steps must be ≥ 0, got %d", c.LogEvery)
 	}

@@ -49,6 +49,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.BatchSize = 0 }, "batch size"},
 		{func(c *Config) { c.Beta2 = 1 }, "betas"},
 		{func(c *Config) { c.WarmupRatio = 1.5 }, "warm-up"},
+		{func(c *Config) { c.Epochs = 1 << 40 }, "num_train_epochs 1099511627776 is out of range (allowed: 1 to 1048576)"},
+		{func(c *Config) { c.BatchSize = 1 << 30 }, "batch size 1073741824 is out of range (allowed: 1 to 65536)"},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)
