@@ -73,8 +73,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "mxint8" {
 		return runBenchMXInt8(args[1:], stdout, stderr)
 	}
-	if len(args) == 0 || args[0] != "compile" {
+	if len(args) == 0 {
 		return fmt.Errorf("want a benchmark, compile, sdpa or mxint8: usage: mase bench %s", benchUsage)
+	}
+	if args[0] != "compile" {
+		return fmt.Errorf("unknown benchmark %q: want a benchmark, compile, sdpa or mxint8: usage: mase bench %s", args[0], benchUsage)
 	}
 	fs := flag.NewFlagSet("bench compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -35,8 +35,11 @@ func init() {
 // the same trained checkpoint (--checkpoint, or one trained first on the
 // same data for --start-epochs epochs).
 func runCompress(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "width" && args[0] != "sparsity") {
+	if len(args) == 0 {
 		return fmt.Errorf("want a sweep, width or sparsity: usage: mase compress %s", compressUsage)
+	}
+	if args[0] != "width" && args[0] != "sparsity" {
+		return fmt.Errorf("unknown sweep %q: want a sweep, width or sparsity: usage: mase compress %s", args[0], compressUsage)
 	}
 	sweep := args[0]
 	fs := flag.NewFlagSet("compress "+sweep, flag.ContinueOnError)

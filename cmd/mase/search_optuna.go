@@ -140,7 +140,7 @@ func runSearchImport(args []string, stdout, stderr io.Writer) error {
 	defer f.Close()
 	imp, into, err := importInto(*storage, f, *study, *as, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
-		return err
+		return fmt.Errorf("importing %s: %w", in, err)
 	}
 	total := 0
 	var parts []string

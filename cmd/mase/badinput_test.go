@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomase/gomase/mase/datadir"
+)
+
+// badInputFiles writes the hostile files the bad-input table points the
+// commands at and returns their folder.
+func badInputFiles(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("notes.txt", "a text file\nwithout a final newline")
+	write("config-like.json", `{"model_type": "bert", "hidden_size": 128}`+"\n")
+	write("garbage.safetensors", "\x00\x01\x02 not a safetensors file")
+	write("garbage.json", "{ not json")
+	write("html/config.json", "<!DOCTYPE html><html><body>Sign in</body></html>")
+	write("huge/config.json", `{"model_type": "bert", "hidden_size": 1000000000000, "num_attention_heads": 2, "intermediate_size": 512, "num_hidden_layers": 2, "vocab_size": 30522}`)
+	write("dropout/config.json", `{"model_type": "bert", "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512, "num_hidden_layers": 2, "vocab_size": 30522, "hidden_dropout_prob": 5.0}`)
+	write("novocab/README", "a data folder without bert-base-uncased/vocab.txt")
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "folder.svg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBadInputsThroughTheBinary drives bad inputs through the mase binary
+// (this test binary re-executed as mase, a process of its own): each must
+// end with a non-zero exit, a one-line error that contains what the table
+// says, within seconds, and never a Go panic, fatal error or stack trace.
+// Files the commands were pointed at are left as they were.
+func TestBadInputsThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary many times")
+	}
+	d := badInputFiles(t)
+	f := func(name string) string { return filepath.Join(d, name) }
+	cases := []struct {
+		args []string
+		want string
+	}{
+		// Commands, flags and arguments.
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"train", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"train", "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"train", "--epochs", "many"}, `invalid value "many" for flag -epochs`},
+		{[]string{"train", "--epochs", "0"}, "num_train_epochs 0 is out of range"},
+		{[]string{"train", "--epochs", "1000000000000", "--dataset", "sst2", "--limit", "8"}, "num_train_epochs 1000000000000 is out of range (allowed: 1 to 1048576)"},
+		{[]string{"train", "--batch-size", "0"}, "batch size 0 is out of range"},
+		{[]string{"train", "--batch-size", "1000000000", "--dataset", "sst2", "--limit", "8"}, "batch size 1000000000 is out of range (allowed: 1 to 65536)"},
+		{[]string{"train", "--max-len", "1"}, "--max-len"},
+		{[]string{"train", "--limit", "-5"}, "must be ≥ 0"},
+		{[]string{"train", "--dataset", "mnist"}, `unknown dataset "mnist"`},
+		{[]string{"train", "--model", "gpt2", "--dataset", "sst2"}, "bert-tiny"},
+		{[]string{"train", "--trainer", "turbo", "--dataset", "sst2"}, "turbo"},
+		{[]string{"train", "--lora-rank", "1000000000", "--dataset", "sst2", "--limit", "8"}, "lora rank 1000000000 is out of range (allowed: 1 to 65536)"},
+		{[]string{"train", "--lora-rank", "-1"}, "must be ≥ 0"},
+		// Numbers: NaN, infinities, out of range.
+		{[]string{"train", "--warmup", "NaN"}, `invalid value "NaN" for flag -warmup`},
+		{[]string{"train", "--warmup", "-0.1"}, `invalid value "-0.1" for flag -warmup`},
+		{[]string{"train", "--lr", "Inf"}, `invalid value "Inf" for flag -lr`},
+		{[]string{"train", "--lr", "-1e-3"}, `invalid value "-1e-3" for flag -lr`},
+		{[]string{"train", "--lora-alpha", "NaN"}, `invalid value "NaN" for flag -lora-alpha`},
+		{[]string{"compress", "width", "--lr", "NaN"}, `invalid value "NaN" for flag -lr`},
+		{[]string{"compress", "sparsity", "--sparsities", "NaN"}, `--sparsities: "NaN" is not a number in [0, 1]`},
+		{[]string{"compress", "sparsity", "--sparsities", "1.5"}, `--sparsities: "1.5" is not a number in [0, 1]`},
+		{[]string{"compress", "width", "--widths", "0"}, "width 0 out of range (allowed: 2..32)"},
+		{[]string{"compress", "width", "--widths", "99999999999999999999"}, "--widths"},
+		{[]string{"compress", "shrink"}, "shrink"},
+		{[]string{"search", "--space", "mixed-precision", "--lambda", "NaN"}, `invalid value "NaN" for flag -lambda`},
+		{[]string{"search", "--space", "toy", "--timeout", "-5s"}, `invalid value "-5s" for flag -timeout`},
+		{[]string{"search", "--space", "toy", "--toy-sleep", "-1s"}, `invalid value "-1s" for flag -toy-sleep`},
+		{[]string{"search", "--space", "toy", "--heartbeat", "-1m"}, `invalid value "-1m" for flag -heartbeat`},
+		{[]string{"search", "--space", "toy", "--trials", "0"}, "--trials must be ≥ 1"},
+		{[]string{"search", "--space", "moon"}, `unknown --space "moon"`},
+		{[]string{"search", "--space", "nas", "--hidden-sizes", "100000000", "--num-heads", "2"}, "hidden_size 100000000 is out of range (allowed: 1 to 65536)"},
+		{[]string{"search", "--space", "nas", "--num-layers", "1000000000"}, "out of range"},
+		{[]string{"search", "--space", "nas", "--num-layers", "200", "--hidden-sizes", "4096", "--intermediate-sizes", "16384", "--num-heads", "16"}, "the largest model of the space"},
+		{[]string{"emit", "--negative-slope", "NaN", "--out", d}, `invalid value "NaN" for flag -negative-slope`},
+		{[]string{"emit", "--model", "mlp", "--width", "0", "--out", f("rtl")}, "width"},
+		{[]string{"labs", "--timeout", "-1s"}, `invalid value "-1s" for flag -timeout`},
+		{[]string{"labs", "--scale", "huge"}, "--scale huge"},
+		{[]string{"quant", "--format", "integer", "--width", "8", "--frac-width", "4", "NaN"}, "not finite"},
+		{[]string{"quant", "--format", "nosuch", "1"}, "nosuch"},
+		{[]string{"tokenize", "--max-len", "1", "hello"}, "--max-len"},
+		{[]string{"tokenize", "--data-dir", f("novocab"), "hello"}, "vocab"},
+		// Benchmark sizes.
+		{[]string{"bench", "sdpa", "--shape", "100000,8,128,64"}, "more than the 8 GiB one computation may take"},
+		{[]string{"bench", "sdpa", "--shape", "9223372036854775807,2,2,2"}, "more than the 8 GiB one computation may take"},
+		{[]string{"bench", "sdpa", "--shape", "1,2,3"}, "--shape must be four positive sizes"},
+		{[]string{"bench", "sdpa", "--shape", "0,8,128,64"}, "--shape must be four positive sizes"},
+		{[]string{"bench", "sdpa", "--dtype", "int8"}, `unknown --dtype "int8"`},
+		{[]string{"bench", "mxint8", "--values", "1000000000000"}, "more than the 8 GiB one computation may take"},
+		{[]string{"bench", "mxint8", "--group-size", "48"}, "48"},
+		{[]string{"bench", "compile", "--model", "gpt2"}, "gpt2"},
+		{[]string{"bench", "compile", "--backend", "xla:cpu"}, "xla:cpu"},
+		{[]string{"bench", "teleport"}, "teleport"},
+		// Output paths, before any work.
+		{[]string{"compress", "width", "--plot", f("chart.png")}, "unsupported file extension (allowed: .svg)"},
+		{[]string{"compress", "width", "--plot", f("missing/chart.svg")}, "no folder"},
+		{[]string{"search", "--space", "toy", "--plot", f("folder.svg")}, "is a folder"},
+		{[]string{"graph", "--model", "mlp", "--draw", f("g.pdf")}, "unsupported file extension (allowed: .svg, .html, .dot)"},
+		{[]string{"train", "--out", f("missing/ckpt")}, "no folder"},
+		// Files that are not what a flag wants.
+		{[]string{"search", "--space", "toy", "--storage", f("notes.txt")}, "not"},
+		{[]string{"search", "--space", "toy", "--storage", f("config-like.json")}, "not"},
+		{[]string{"search", "--space", "toy", "--storage", f("garbage.safetensors")}, "not"},
+		{[]string{"search", "--space", "toy", "--storage", f("fifo.jsonl")}, "not a regular file"},
+		{[]string{"search", "import", "--storage", f("new.jsonl"), f("garbage.json")}, "garbage.json"},
+		{[]string{"search", "export", "--format", "optuna-journal", "--storage", f("notes.txt"), "--study", "s", f("out.log")}, "not"},
+		{[]string{"search", "--space", "mixed-precision", "--checkpoint", f("garbage"), "--quick"}, "garbage"},
+		{[]string{"search", "--space", "mixed-precision", "--checkpoint", f("zero"), "--quick"}, "zero"},
+		{[]string{"compress", "width", "--checkpoint", f("zero")}, "zero"},
+		{[]string{"train", "--pretrained", f("html"), "--dataset", "sst2", "--limit", "8"}, "config.json"},
+		{[]string{"train", "--pretrained", f("huge"), "--dataset", "sst2", "--limit", "8"}, "hidden_size 1000000000000 is out of range (allowed: 1 to 65536)"},
+		{[]string{"train", "--pretrained", f("dropout"), "--dataset", "sst2", "--limit", "8"}, "hidden_dropout_prob 5 is not a dropout probability"},
+		{[]string{"train", "--pretrained", f("no-such-folder"), "--dataset", "sst2", "--limit", "8"}, "no-such-folder"},
+		{[]string{"sim", f("no-such-design")}, "no-such-design"},
+	}
+	if len(cases) < 60 {
+		t.Fatalf("only %d bad inputs", len(cases))
+	}
+	before := snapshot(t, d)
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], c.args...)
+			cmd.Env = append(os.Environ(), "GOMASE_RUN_AS_MASE=1", "GOMASE_DATA_DIR="+dataDirForTests(t))
+			cmd.Dir = d
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			took := time.Since(start)
+			msg := strings.TrimSpace(stderr.String())
+			for _, crash := range []string{"panic:", "fatal error:", "goroutine ", "SIGSEGV", "runtime error"} {
+				if strings.Contains(msg, crash) || strings.Contains(stdout.String(), crash) {
+					t.Fatalf("a Go crash (%q) after %v:\n%.3000s", crash, took, msg)
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("still running after %v (the check comes after long work): %.500s", took, msg)
+			}
+			if err == nil {
+				t.Fatalf("exit 0; stderr %q", msg)
+			}
+			last := msg[strings.LastIndex(msg, "\n")+1:]
+			if !strings.Contains(last, c.want) {
+				t.Errorf("last line %q lacks %q (stderr %.1000q)", last, c.want, msg)
+			}
+		})
+	}
+	if after := snapshot(t, d); after != before {
+		t.Errorf("the files the commands were given changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// snapshot lists the regular files under dir with their sizes and
+// modification times (symlinks and FIFOs by name only).
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			fmt.Fprintf(&b, "%s %d %s; ", p, info.Size(), info.ModTime())
+		} else {
+			b.WriteString(p + "; ")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// dataDirForTests is the data folder this checkout finds, for children
+// that run in another folder.
+func dataDirForTests(t *testing.T) string {
+	t.Helper()
+	dir, err := datadir.Dir()
+	if err != nil {
+		t.Skip(err)
+	}
+	return dir
+}
