@@ -49,7 +49,8 @@ FUZZTIME ?= 30000x
 FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
 	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
 	./mase/search:FuzzJournalRead \
-	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig
+	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig \
+	./mase/checkpoint:FuzzImportGraph
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -9,6 +9,9 @@
 // MaseGraph.from_checkpoint.
 //
 // A file is read whole and validated before any value is used: the loaders
-// never leave a model half loaded. Every file is written atomically
+// never leave a model half loaded. A MaseGraph's graph file is sealed with
+// a SHA-256 of its own bytes and records the parameters file's, so Import
+// refuses a corrupted or edited pair; whatever the checksum says, Import
+// validates every size, node, target and argument before using them. Every file is written atomically
 // (temporary file in the same directory, fsync, rename).
 package checkpoint

@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,14 +36,19 @@ type Spec struct {
 	Seed uint64
 }
 
-// The graph file's format name and version.
+// The graph file's format name and version. Version 2 files are sealed
+// with a checksum (seal.go); version 1 files, written before, have none and
+// still import.
 const (
 	graphFormat  = "gomase.masegraph"
-	graphVersion = 1
+	graphVersion = 2
 )
 
 // graphDoc is the content of <base>.json.
 type graphDoc struct {
+	// Checksum is "sha256:<hex>" of the file without its checksum line
+	// (version 2 on; see seal.go).
+	Checksum   string      `json:"checksum,omitempty"`
 	Format     string      `json:"format"`
 	Version    int         `json:"version"`
 	Model      modelDoc    `json:"model"`
@@ -165,7 +168,8 @@ func Paths(base string) (safetensorsPath, jsonPath string, err error) {
 // Export writes mg as a checkpoint, MASE's mg.export(fname): the
 // parameters to <base>.safetensors (HuggingFace names, see SaveModel) and
 // the graph to <base>.json (nodes with their arguments and metadata, the
-// input names, the registry model and a SHA-256 of the parameters file).
+// input names, the registry model and a SHA-256 of the parameters file),
+// sealed with a checksum of its own bytes (seal.go).
 // Both files are written to temporary files and synced before either is
 // renamed into place. spec.Model may be empty when the model can be
 // identified among models.Names; Export fails when the graph's module tree
@@ -209,11 +213,10 @@ func Export(base string, mg *ir.MaseGraph, spec Spec) error {
 	if err != nil {
 		return wrap(err)
 	}
-	sum := sha256.Sum256(stData)
 	doc := graphDoc{
 		Format: graphFormat, Version: graphVersion,
 		Model:      modelDoc{Name: name, Seed: spec.Seed, Config: modelConfig(mg.Model)},
-		Parameters: paramsDoc{File: filepath.Base(stPath), Bytes: len(stData), SHA256: hex.EncodeToString(sum[:]), Count: len(st.Tensors)},
+		Parameters: paramsDoc{File: filepath.Base(stPath), Bytes: len(stData), SHA256: sha256Hex(stData), Count: len(st.Tensors)},
 		InputNames: mg.InputNames,
 		Modules:    moduleTree(mg.Model),
 		Replaced:   replaced,
@@ -245,14 +248,15 @@ func Export(base string, mg *ir.MaseGraph, spec Spec) error {
 	if err != nil {
 		return wrap(err)
 	}
+	js = seal(js)
 	if err := atomicfile.Write(atomicfile.File{Path: stPath, Data: stData}, atomicfile.File{Path: jsonPath, Data: js}); err != nil {
 		return wrap(err)
 	}
 	return nil
 }
 
-// layout writes the graph file: one top-level field per line, and one
-// line per module and per node, so the file reads and diffs well.
+// layout writes the graph file, unsealed: one top-level field per line,
+// and one line per module and per node, so the file reads and diffs well.
 func layout(doc *graphDoc) ([]byte, error) {
 	var b bytes.Buffer
 	field := func(key string, v any, last bool) error {
@@ -594,36 +598,141 @@ func frozenParameters(m *nn.Model) []string {
 	return out
 }
 
+// ImportOptions changes what Import accepts; the zero value is Import's.
+type ImportOptions struct {
+	// AcceptEdited imports a graph file whose checksum does not match its
+	// content, or that has lost its checksum line: a .json edited by hand
+	// on purpose. Every validation still runs, the parameters file must
+	// still match the SHA-256 the graph file records, and the report says
+	// the checksum was not verified. Export the imported graph to seal it
+	// again.
+	AcceptEdited bool
+}
+
+// ImportReport says how a checkpoint was checked.
+type ImportReport struct {
+	// Version is the graph file's format version.
+	Version int
+	// Checksum is ChecksumVerified, ChecksumAbsent (a version 1 file,
+	// written before checksums) or ChecksumIgnored (AcceptEdited, and the
+	// checksum did not match or was missing).
+	Checksum string
+	// Notes are one-line remarks for the user (an old-format file, an
+	// edited file imported).
+	Notes []string
+}
+
+// The values of ImportReport.Checksum.
+const (
+	ChecksumVerified = "verified"
+	ChecksumAbsent   = "absent"
+	ChecksumIgnored  = "ignored"
+)
+
 // Import reads a checkpoint written by Export, MASE's
-// MaseGraph.from_checkpoint(fname): it rebuilds the module tree with
-// models.New, checks it against the exported one, loads every parameter
-// (strictly: no missing or unexpected tensors), rebuilds the graph node by
-// node with identical names, restores the metadata, and lints the result.
-// Corrupt, truncated or mismatched files give an error naming the file.
+// MaseGraph.from_checkpoint(fname): it checks the graph file's checksum
+// (a version 1 file has none) and the parameters file's SHA-256, validates
+// the graph file whatever the checksum says (validate.go lists the
+// checks), rebuilds the module tree with models.New and checks it against
+// the exported one, loads every parameter (strictly: same names, dtypes
+// and shapes), rebuilds the graph node by node with identical names,
+// restores the metadata, and lints the result. Corrupt, edited, truncated
+// or mismatched files give a one-line error naming the file.
 func Import(base string) (*ir.MaseGraph, error) {
+	mg, _, err := ImportWith(base, ImportOptions{})
+	return mg, err
+}
+
+// ImportWith is Import with options, and a report of how the files were
+// checked (for a version 1 file, a note that it has no checksum).
+func ImportWith(base string, opts ImportOptions) (*ir.MaseGraph, *ImportReport, error) {
+	mg, rep, err := importWith(base, opts)
+	if err != nil {
+		return nil, nil, singleLine(err)
+	}
+	return mg, rep, nil
+}
+
+func importWith(base string, opts ImportOptions) (*ir.MaseGraph, *ImportReport, error) {
 	stPath, jsonPath, err := Paths(base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	raw, err := limits.ReadFile(jsonPath, limits.GraphJSON)
 	if err != nil {
-		return nil, fmt.Errorf("importing MaseGraph: %w", err)
+		return nil, nil, fmt.Errorf("importing MaseGraph: %w", err)
+	}
+	readParameters := func() ([]byte, error) { return limits.ReadFile(stPath, limits.Weights) }
+	return importBytes(jsonPath, raw, stPath, readParameters, opts)
+}
+
+// importBytes imports a graph file already read, reading its parameters
+// file only once the graph file is valid.
+func importBytes(jsonPath string, raw []byte, stPath string, readParameters func() ([]byte, error), opts ImportOptions) (*ir.MaseGraph, *ImportReport, error) {
+	doc, rep, err := readGraph(jsonPath, raw, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	stData, err := readParameters()
+	if err != nil {
+		return nil, nil, fmt.Errorf("importing MaseGraph: %w", err)
+	}
+	mg, err := importGraph(jsonPath, doc, stPath, stData)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mg, rep, nil
+}
+
+// readGraph checks a graph file's checksum, decodes it and validates what
+// can be validated before anything is built or the parameters are read.
+func readGraph(jsonPath string, raw []byte, opts ImportOptions) (*graphDoc, *ImportReport, error) {
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("importing MaseGraph: graph file %s is corrupt or was edited: %s", jsonPath, fmt.Sprintf(format, args...))
+	}
+	digest, body, sealed := unseal(raw)
+	matches := sealed && sha256Hex(body) == digest
+	if sealed && !matches && !opts.AcceptEdited {
+		return nil, nil, corrupt("its content does not match its checksum (sha256:%.12s…; recorded sha256:%.12s…) "+
+			"(allowed: the file as Export wrote it; to import a hand-edited file, use checkpoint.ImportWith with AcceptEdited)", sha256Hex(body), digest)
 	}
 	doc, err := decodeDoc(raw)
 	if err != nil {
-		return nil, fmt.Errorf("importing MaseGraph: graph file %s: %w", jsonPath, err)
+		return nil, nil, corrupt("%v", err)
 	}
-	stData, err := limits.ReadFile(stPath, limits.Weights)
-	if err != nil {
-		return nil, fmt.Errorf("importing MaseGraph: %w", err)
+	rep := &ImportReport{Version: doc.Version, Checksum: ChecksumVerified}
+	switch {
+	case doc.Version == 1 && doc.Checksum != "":
+		return nil, nil, corrupt("a version 1 file has no checksum, this one has %q", safetensors.Abbreviate([]byte(doc.Checksum)))
+	case doc.Version == 1:
+		rep.Checksum = ChecksumAbsent
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a version 1 graph file, written before checksums: it was validated but cannot be checked for corruption; export it again to seal it", jsonPath))
+	case !matches && !opts.AcceptEdited:
+		return nil, nil, corrupt("its second line is not the checksum line Export writes (\"checksum\": \"sha256:<64 hex digits>\"); " +
+			"to import a hand-edited file, use checkpoint.ImportWith with AcceptEdited")
+	case !matches:
+		rep.Checksum = ChecksumIgnored
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not match its checksum: imported as edited (AcceptEdited), after full validation", jsonPath))
+	}
+	if err := validateDoc(doc); err != nil {
+		return nil, nil, fmt.Errorf("importing MaseGraph: graph file %s: %w", jsonPath, err)
+	}
+	return doc, rep, nil
+}
+
+// importGraph checks the parameters file against the graph file and
+// rebuilds the MaseGraph.
+func importGraph(jsonPath string, doc *graphDoc, stPath string, stData []byte) (*ir.MaseGraph, error) {
+	if sum := sha256Hex(stData); sum != doc.Parameters.SHA256 {
+		return nil, fmt.Errorf("importing MaseGraph: parameters file %s (%d bytes, sha256:%.12s…) is not the one %s records (%d bytes, sha256:%.12s…): "+
+			"it is corrupt or was edited, or the two files come from different exports", stPath, len(stData), sum, jsonPath, doc.Parameters.Bytes, doc.Parameters.SHA256)
 	}
 	f, err := safetensors.Parse(stData)
 	if err != nil {
 		return nil, fmt.Errorf("importing MaseGraph: parameters file %s: %w", stPath, err)
 	}
-	if sum := sha256.Sum256(stData); hex.EncodeToString(sum[:]) != doc.Parameters.SHA256 {
-		return nil, fmt.Errorf("importing MaseGraph: parameters file %s (%d bytes) is not the one %s was exported with (%d bytes, different SHA-256): "+
-			"the two files come from different exports", stPath, len(stData), jsonPath, doc.Parameters.Bytes)
+	if len(f.Tensors) != doc.Parameters.Count {
+		return nil, fmt.Errorf("importing MaseGraph: parameters file %s holds %d tensors, %s records %d", stPath, len(f.Tensors), jsonPath, doc.Parameters.Count)
 	}
 	mg, err := rebuild(doc, f)
 	if err != nil {
@@ -650,21 +759,44 @@ func decodeDoc(raw []byte) (*graphDoc, error) {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, fmt.Errorf("the JSON ends early (truncated file?)")
 		}
-		return nil, fmt.Errorf("invalid graph file: %v", err)
+		return nil, fmt.Errorf("invalid graph file: %s", oneLine(err.Error()))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("unexpected data after the JSON object")
 	}
-	if doc.Format != graphFormat || doc.Version != graphVersion {
-		return nil, fmt.Errorf("format %q version %d is not supported (allowed: %q version %d)", doc.Format, doc.Version, graphFormat, graphVersion)
-	}
-	if doc.Model.Name == "" {
-		return nil, fmt.Errorf("model.name is empty (allowed: %s)", strings.Join(models.Names(), ", "))
-	}
-	if len(doc.Nodes) == 0 {
-		return nil, fmt.Errorf("the graph has no nodes")
+	if doc.Format != graphFormat || doc.Version < 1 || doc.Version > graphVersion {
+		return nil, fmt.Errorf("format %q version %d is not supported (allowed: %q versions 1 to %d)", safetensors.Abbreviate([]byte(doc.Format)), doc.Version, graphFormat, graphVersion)
 	}
 	return &doc, nil
+}
+
+// lineError is an error whose message was put on one line.
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
+
+// singleLine returns err with its message on one line: names read from a
+// file (a node's, a module's) may hold newlines.
+func singleLine(err error) error {
+	if msg := oneLine(err.Error()); msg != err.Error() {
+		return &lineError{msg, err}
+	}
+	return err
+}
+
+// oneLine keeps an error message on one line (a JSON key or value quoted
+// in it may hold control characters).
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == 0x2028 || r == 0x2029 {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // lineCol converts a byte offset into 1-based line and column numbers.
@@ -706,8 +838,16 @@ func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
 	if err := m.RestoreHooks(doc.Hooks); err != nil {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
-	if _, err := LoadState(params, m, LoadOptions{NoAutoPrefix: true}); err != nil {
+	loaded, err := LoadState(params, m, LoadOptions{NoAutoPrefix: true})
+	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	if len(loaded.Converted) > 0 {
+		// Export writes every parameter in its own dtype: a conversion
+		// means the file was not written by Export.
+		name := sortedKeys(loaded.Converted)[0]
+		return nil, fmt.Errorf("parameters: tensor %s is %s in the parameters file, not the parameter's own dtype (allowed: what Export writes, F32 for float parameters, I32 for int ones)",
+			name, loaded.Converted[name])
 	}
 	for _, name := range doc.Frozen {
 		v := m.Store.GetVariable(nn.StorePath(name))
@@ -723,13 +863,31 @@ func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
 		}
 		return nil, fmt.Errorf("node reference %q names no node defined before this one", name)
 	}
+	nodes := newNodeChecker(m, doc.InputNames)
 	for i, nd := range doc.Nodes {
-		if err := addNode(g, nd, lookup); err != nil {
+		n, err := addNode(g, nd, lookup)
+		if err == nil {
+			err = nodes.check(n)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("node %d (%s): %w", i, nd.Name, err)
 		}
 	}
+	if err := nodes.finish(); err != nil {
+		return nil, err
+	}
 	if err := g.Lint(); err != nil {
 		return nil, err
+	}
+	for _, part := range []struct {
+		what  string
+		names []string
+	}{{"meta.nodes_in", doc.Meta.NodesIn}, {"meta.nodes_out", doc.Meta.NodesOut}} {
+		for _, name := range part.names {
+			if g.Node(name) == nil {
+				return nil, fmt.Errorf("%s names %q, which is not a node of the graph", part.what, name)
+			}
+		}
 	}
 	g.Meta = ir.GraphMeta{NodesIn: doc.Meta.NodesIn, NodesOut: doc.Meta.NodesOut}
 	if g.Meta.Hardware, err = decodeObject(doc.Meta.Hardware, nil); err != nil {
@@ -739,45 +897,45 @@ func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
 }
 
 // addNode recreates one node with its arguments and metadata.
-func addNode(g *ir.Graph, nd nodeDoc, lookup func(string) (*ir.Node, error)) error {
+func addNode(g *ir.Graph, nd nodeDoc, lookup func(string) (*ir.Node, error)) (*ir.Node, error) {
 	if nd.Name == "" {
-		return fmt.Errorf("node has no name")
+		return nil, fmt.Errorf("node has no name")
 	}
 	var args []any
 	if len(nd.Args) > 0 && string(bytes.TrimSpace(nd.Args)) != "null" {
 		var elems []json.RawMessage
 		if err := json.Unmarshal(nd.Args, &elems); err != nil {
-			return fmt.Errorf("args must be a JSON array of values, got %s", safetensors.Abbreviate(nd.Args))
+			return nil, fmt.Errorf("args must be a JSON array of values, got %s", safetensors.Abbreviate(nd.Args))
 		}
 		args = make([]any, len(elems))
 		for i, e := range elems {
 			v, err := decodeValue(e, lookup)
 			if err != nil {
-				return fmt.Errorf("args[%d]%s", i, errSuffix(err))
+				return nil, fmt.Errorf("args[%d]%s", i, errSuffix(err))
 			}
 			args[i] = v
 		}
 	}
 	kwargs, err := decodeObject(nd.Kwargs, lookup)
 	if err != nil {
-		return fmt.Errorf("kwargs%s", errSuffix(err))
+		return nil, fmt.Errorf("kwargs%s", errSuffix(err))
 	}
 	n, err := g.AddNode(nd.Op, nd.Name, nd.Target, args, kwargs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n.Name != nd.Name {
-		return fmt.Errorf("the graph named the node %q, not %q (names must be unique identifiers: letters, digits, '_')", n.Name, nd.Name)
+		return nil, fmt.Errorf("the graph named the node %q, not %q (names must be unique identifiers: letters, digits, '_')", n.Name, nd.Name)
 	}
 	if nd.Meta == nil {
-		return nil
+		return n, nil
 	}
 	meta, err := decodeMeta(nd.Meta)
 	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	n.Meta = meta
-	return nil
+	return n, nil
 }
 
 // errSuffix formats a nested decoding error after a path: "[0]: ..." stays

@@ -230,11 +230,13 @@ func TestImportRejectsBadFiles(t *testing.T) {
 	if _, err := Import(filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
+	// Each edit is sealed again, so that decoding and validation, not the
+	// checksum, are what refuse it.
 	replace := func(old, new string) []byte {
 		if !bytes.Contains(js, []byte(old)) {
 			t.Fatalf("graph file lacks %q", old)
 		}
-		return bytes.Replace(js, []byte(old), []byte(new), 1)
+		return resealed(t, bytes.Replace(js, []byte(old), []byte(new), 1))
 	}
 	cases := []struct {
 		name      string
@@ -242,16 +244,16 @@ func TestImportRejectsBadFiles(t *testing.T) {
 		want      string
 		wantInMsg string // the file the error must name
 	}{
-		{"truncated json", js[:len(js)/2], st, "ends early", ".json"},
+		{"truncated json", js[:len(js)/2], st, "is corrupt or was edited: its content does not match its checksum", ".json"},
 		{"broken json", replace(`"nodes": [`, `"nodes": [,`), st, "invalid JSON at line", ".json"},
-		{"wrong type", replace(`"version": 1`, `"version": "1"`), st, "wrong JSON type", ".json"},
+		{"wrong type", replace(`"version": 2`, `"version": "2"`), st, "wrong JSON type", ".json"},
 		{"unknown field", replace(`"format":`, `"colour": 1, "format":`), st, "unknown field", ".json"},
-		{"version", replace(`"version": 1`, `"version": 2`), st, `version 2 is not supported (allowed: "gomase.masegraph" version 1)`, ".json"},
-		{"unknown model", replace(`"name":"mlp"`, `"name":"resnet"`), st, `unknown model "resnet" (allowed: bert-tiny, mlp, resnet18)`, ".json"},
+		{"version", replace(`"version": 2`, `"version": 3`), st, `version 3 is not supported (allowed: "gomase.masegraph" versions 1 to 2)`, ".json"},
+		{"unknown model", replace(`"name":"mlp"`, `"name":"resnet"`), st, `model.name "resnet" is not a registry model (allowed: bert-tiny, mlp, resnet18)`, ".json"},
 		{"renamed node", replace(`"name":"fc1"`, `"name":"fc1.x"`), st, `named the node "fc1_x", not "fc1.x"`, ".json"},
 		{"forward reference", replace(`"node":"x"`, `"node":"relu"`), st, `node reference "relu" names no node defined before this one`, ".json"},
 		{"bad arg", replace(`"start_dim":{`, `"start_dim":{"int":1},"z":{"bogus":0},"y":{`), st, `kwargs["z"]: unknown tag "bogus"`, ".json"},
-		{"truncated parameters", js, st[:len(st)-10], "truncated", ".safetensors"},
+		{"truncated parameters", js, st[:len(st)-10], "is not the one", ".safetensors"},
 		{"parameters of another export", js, stB, "come from different exports", ".safetensors"},
 	}
 	for _, c := range cases {
@@ -501,7 +503,7 @@ func TestExportImportWithLoRA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := bytes.Replace(raw, []byte(`"kind":"LoRALinear"`), []byte(`"kind":"LoRALinearX"`), 1)
+	bad := resealed(t, bytes.Replace(raw, []byte(`"kind":"LoRALinear"`), []byte(`"kind":"LoRALinearX"`), 1))
 	if err := os.WriteFile(jsonPath, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,12 @@ var (
 	// ResNetBlocks bounds each entry of a ResNet config's layers (blocks per
 	// stage; ResNet-152 has 36).
 	ResNetBlocks = Int{"layers", 64}
+	// ModuleDim bounds a size read from a file outside a model config: a
+	// replaced module's configuration in a MaseGraph checkpoint (a Linear's
+	// features, an Embedding's rows and width, a LayerNorm's dimension, a
+	// LoRA rank) and each dimension of a parameter shape the checkpoint
+	// lists. It is the largest of the config bounds (VocabSize).
+	ModuleDim = Int{"dimension", 1 << 21}
 )
 
 // Check returns nil when 1 ≤ v ≤ b.Max, else an error naming the field,

@@ -224,3 +224,13 @@ func TestWorkAndProduct(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleDimCoversConfigs: a module a config builds must also pass as a
+// replaced module, so ModuleDim is at least every config size bound.
+func TestModuleDimCoversConfigs(t *testing.T) {
+	for _, b := range []Int{HiddenSize, IntermediateSize, VocabSize, MaxPositionEmbeddings, TypeVocabSize, NumLabels} {
+		if ModuleDim.Max < b.Max {
+			t.Errorf("ModuleDim %d is below %s's bound %d", ModuleDim.Max, b.Name, b.Max)
+		}
+	}
+}
