@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // File is a file's final path and content.
@@ -51,6 +53,7 @@ func Write(files ...File) (err error) {
 		if fi, statErr := os.Stat(dir); statErr != nil || !fi.IsDir() {
 			return fmt.Errorf("cannot write %s: directory %s does not exist", f.Path, dir)
 		}
+		sweep(f.Path)
 		tmp, cerr := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".tmp-*")
 		if cerr != nil {
 			return fmt.Errorf("cannot write %s: creating a temporary file in %s: %w", f.Path, dir, cerr)
@@ -114,4 +117,32 @@ func syncDirs(files []File) {
 			d.Close()
 		}
 	}
+}
+
+// staleAfter is the age of a temporary file that no write is using any
+// more: a write keeps its temporary file's modification time fresh while
+// it writes, so an older one was left by a process that was killed.
+const staleAfter = 10 * time.Minute
+
+// sweep removes the temporary files of earlier writes to path that were
+// killed before they could remove them.
+func sweep(path string) {
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	for _, t := range left {
+		if info, err := os.Lstat(t); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > staleAfter {
+			os.Remove(t)
+		}
+	}
+}
+
+// globEscape escapes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

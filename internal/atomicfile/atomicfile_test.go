@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // noTemporaries fails the test when a temporary file is left in dir.
@@ -88,6 +89,37 @@ func TestWriteRefusesBadPaths(t *testing.T) {
 	} {
 		if err := Write(File{Path: path, Data: []byte("x")}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", path, err, want)
+		}
+	}
+}
+
+// TestWriteSweepsKilledWrites: the temporary files a killed write left
+// beside a path go at the next write to that path once they are stale;
+// a fresh one (a write under way) and other files stay.
+func TestWriteSweepsKilledWrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model[1].json")
+	stale, fresh, other := filepath.Join(dir, ".model[1].json.tmp-111"), filepath.Join(dir, ".model[1].json.tmp-222"), filepath.Join(dir, ".other.json.tmp-333")
+	for _, p := range []string{stale, fresh, other} {
+		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * staleAfter)
+	for _, p := range []string{stale, other} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(File{Path: path, Data: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed write's %s is still there: %v", stale, err)
+	}
+	for _, p := range []string{fresh, other, path} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
 		}
 	}
 }
