@@ -282,7 +282,7 @@ func (t *Transfer) Save(resp *http.Response, f File) (res Result, err error) {
 		if total >= 0 {
 			size = fmt.Sprint(total)
 		}
-		cause := t.Why(stripURL(rerr))
+		cause := t.Why(StripURL(rerr))
 		return res, failf(nil, cause, "download of %s from %s interrupted after %d of %s bytes: %v; nothing was kept",
 			name, host, done, size, cause)
 	}
@@ -351,8 +351,9 @@ func failf(kind, cause error, format string, args ...any) error {
 	return &dlError{msg: msg, kind: kind, cause: cause}
 }
 
-// stripURL drops the method and URL that *url.Error repeats.
-func stripURL(err error) error {
+// StripURL drops the method and URL that *url.Error repeats, for errors
+// that name the file and host themselves.
+func StripURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err
@@ -383,7 +384,7 @@ func Get(ctx context.Context, client *http.Client, rawURL string, f File, o Opti
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		cause := t.Why(stripURL(err))
+		cause := t.Why(StripURL(err))
 		return Result{}, failf(nil, cause, "download from %s failed: %v", rawURL, cause)
 	}
 	if resp.StatusCode != http.StatusOK {

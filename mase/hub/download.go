@@ -133,7 +133,7 @@ func (c *config) download(ctx context.Context, id, file, repo string) (string, e
 			return "", e
 		}
 		e := errorf(nil, "cannot download %s from %s: %v; to work without network set HF_HUB_OFFLINE=1 and pass a local folder or a filled cache",
-			name, c.endpoint, stripURLError(err))
+			name, c.endpoint, download.StripURL(err))
 		e.cause = err
 		return "", e
 	}
@@ -203,15 +203,6 @@ func (c *config) cacheError(err error) error {
 	e := errorf(nil, "hub cache %s: %v", c.cacheDir, err)
 	e.cause = err
 	return e
-}
-
-// stripURLError drops the method and URL that *url.Error repeats.
-func stripURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // isSHA256 reports whether s is 64 lower-case hex digits, the form of an

@@ -53,12 +53,6 @@ func limitFor(file, linkedSize string, contentLength int64) limit {
 	return limit{MaxUnsizedBytes, "the cap for files sent without a size", download.Binary}
 }
 
-// ContentOf says how a file of a repository is checked by name: .json
-// files must be JSON, .txt files text, anything else is binary.
-func ContentOf(file string) download.Content {
-	return limitFor(file, "", -1).content
-}
-
 // BadFile is the one-line error for a file Resolve returned that does not
 // read as it must (err says why). For a file in the hub cache it says how
 // to clear it so that the next load downloads it again: remove the file

@@ -60,13 +60,7 @@ func ModelBytes(what string, n int64) error {
 }
 
 func modelBytes(what string, n, avail int64, haveAvail bool) error {
-	if n > MaxModelBytes {
-		return fmt.Errorf("%s needs %s, more than the %s a model may take (limits.MaxModelBytes)", what, Bytes(n), Bytes(MaxModelBytes))
-	}
-	if haveAvail && n > avail {
-		return fmt.Errorf("%s needs %s, more than the %s of memory available", what, Bytes(n), Bytes(avail))
-	}
-	return nil
+	return fits(what, n, true, "", "a model", avail, haveAvail)
 }
 
 // Work checks that a computation needing n bytes (an estimate; what names
@@ -74,15 +68,21 @@ func modelBytes(what string, n, avail int64, haveAvail bool) error {
 // benchmark's or a search space's sizes before anything is allocated. ok
 // false says the estimate itself overflowed int64.
 func Work(what string, n int64, ok bool) error {
-	if !ok || n < 0 {
-		return fmt.Errorf("%s needs more than the %s one computation may take (limits.MaxModelBytes)", what, Bytes(MaxModelBytes))
-	}
 	avail, known := MemAvailable()
-	if n > MaxModelBytes {
-		return fmt.Errorf("%s needs about %s, more than the %s one computation may take (limits.MaxModelBytes)", what, Bytes(n), Bytes(MaxModelBytes))
-	}
-	if known && n > avail {
-		return fmt.Errorf("%s needs about %s, more than the %s of memory available", what, Bytes(n), Bytes(avail))
+	return fits(what, n, ok, "about ", "one computation", avail, known)
+}
+
+// fits is ModelBytes and Work: n bytes (exact unless about says it is an
+// estimate; ok false when it overflowed) against MaxModelBytes, which
+// whose names, and against the memory available when it is known.
+func fits(what string, n int64, ok bool, about, whose string, avail int64, haveAvail bool) error {
+	switch {
+	case !ok || n < 0:
+		return fmt.Errorf("%s needs more than the %s %s may take (limits.MaxModelBytes)", what, Bytes(MaxModelBytes), whose)
+	case n > MaxModelBytes:
+		return fmt.Errorf("%s needs %s%s, more than the %s %s may take (limits.MaxModelBytes)", what, about, Bytes(n), Bytes(MaxModelBytes), whose)
+	case haveAvail && n > avail:
+		return fmt.Errorf("%s needs %s%s, more than the %s of memory available", what, about, Bytes(n), Bytes(avail))
 	}
 	return nil
 }

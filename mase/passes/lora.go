@@ -47,15 +47,20 @@ func InsertLoRA(mg *ir.MaseGraph, args LoRAArgs) (*ir.MaseGraph, Info, error) {
 	if err := limits.LoRARank.Check(args.Rank); err != nil {
 		return nil, nil, fmt.Errorf("insert_lora: %w", err)
 	}
+	// target returns the Linear a node calls when it gets an adapter.
+	target := func(n *ir.Node) (*nn.Linear, bool) {
+		if n.Op != ir.CallModule {
+			return nil, false
+		}
+		lin, ok := mustModule(mg, n).(*nn.Linear)
+		return lin, ok && (match == nil || match.MatchString(n.Target))
+	}
 	// Every adapter's A and B (and their moments in training) must fit
 	// before the first is made.
 	var adapters int64
 	var fits = true
 	for _, n := range mg.Graph.Nodes() {
-		if n.Op != ir.CallModule {
-			continue
-		}
-		if lin, ok := mustModule(mg, n).(*nn.Linear); ok && (match == nil || match.MatchString(n.Target)) {
+		if lin, ok := target(n); ok {
 			p, ok1 := limits.Product(int64(args.Rank), int64(lin.InFeatures+lin.OutFeatures), 4*3)
 			var ok2 bool
 			adapters, ok2 = limits.Add(adapters, p)
@@ -67,11 +72,8 @@ func InsertLoRA(mg *ir.MaseGraph, args LoRAArgs) (*ir.MaseGraph, Info, error) {
 	}
 	var replaced []string
 	for i, n := range mg.Graph.Nodes() {
-		if n.Op != ir.CallModule {
-			continue
-		}
-		lin, ok := mustModule(mg, n).(*nn.Linear)
-		if !ok || (match != nil && !match.MatchString(n.Target)) {
+		lin, ok := target(n)
+		if !ok {
 			continue
 		}
 		lora, err := nn.NewLoRALinear(lin.InFeatures, lin.OutFeatures, lin.Bias, args.Rank, args.Alpha, args.Dropout)
