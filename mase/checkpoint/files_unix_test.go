@@ -5,10 +5,10 @@ package checkpoint
 import (
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/internal/hostilefile"
 )
 
 // TestLoadNotRegularFiles: a checkpoint file that is a symlink to
@@ -18,11 +18,10 @@ import (
 func TestLoadNotRegularFiles(t *testing.T) {
 	dir := t.TempDir()
 	exportMLP(t, dir, "a", 1)
-	zero := func(p string) error { return os.Symlink("/dev/zero", p) }
-	fifo := func(p string) error { return syscall.Mkfifo(p, 0o644) }
+	zero, fifo := hostilefile.DevZero, hostilefile.FIFO
 	for _, c := range []struct {
 		name, file string
-		make       func(string) error
+		make       func(testing.TB, string)
 		want       string
 	}{
 		{"parameters to /dev/zero", "a.safetensors", zero, "a.safetensors is a character device, not a regular file (allowed: a regular file or a symlink to one)"},
@@ -34,9 +33,7 @@ func TestLoadNotRegularFiles(t *testing.T) {
 			d := t.TempDir()
 			for _, f := range []string{"a.safetensors", "a.json"} {
 				if f == c.file {
-					if err := c.make(filepath.Join(d, f)); err != nil {
-						t.Fatal(err)
-					}
+					c.make(t, filepath.Join(d, f))
 					continue
 				}
 				data, err := os.ReadFile(filepath.Join(dir, f))
@@ -51,16 +48,7 @@ func TestLoadNotRegularFiles(t *testing.T) {
 				loads = append(loads, func() error { _, err := LoadModel(filepath.Join(d, c.file), m, LoadOptions{}); return err })
 			}
 			for _, load := range loads {
-				done := make(chan error, 1)
-				go func() { done <- load() }()
-				select {
-				case err := <-done:
-					if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-						t.Errorf("error %v, want one line containing %q", err, c.want)
-					}
-				case <-time.After(20 * time.Second):
-					t.Fatal("blocked")
-				}
+				hostilefile.Refused(t, c.name, load, c.want, 20*time.Second)
 			}
 		})
 	}

@@ -3,12 +3,11 @@
 package limits
 
 import (
-	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/internal/hostilefile"
 )
 
 // TestReadFileDevices: a symlink to /dev/zero and a named pipe are refused
@@ -17,33 +16,14 @@ import (
 func TestReadFileDevices(t *testing.T) {
 	dir := t.TempDir()
 	zero := filepath.Join(dir, "model.safetensors")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	hostilefile.DevZero(t, zero)
 	fifo := filepath.Join(dir, "pytorch_model.bin")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatalf("mkfifo: %v", err)
-	}
+	hostilefile.FIFO(t, fifo)
 	for path, want := range map[string]string{
 		zero: "model.safetensors is a character device, not a regular file (allowed: a regular file or a symlink to one)",
 		fifo: "pytorch_model.bin is a named pipe (FIFO), not a regular file",
 	} {
-		done := make(chan error, 2)
-		go func() {
-			_, err := ReadFile(path, Weights)
-			done <- err
-			_, _, err = Open(path, Weights)
-			done <- err
-		}()
-		for range 2 {
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("%s: %v, want %q", path, err, want)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: blocked", path)
-			}
-		}
+		hostilefile.Refused(t, "ReadFile "+path, func() error { _, err := ReadFile(path, Weights); return err }, want, 10*time.Second)
+		hostilefile.Refused(t, "Open "+path, func() error { _, _, err := Open(path, Weights); return err }, want, 10*time.Second)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/internal/hostilefile"
 	"github.com/gomase/gomase/mase/hub"
 )
 
@@ -26,19 +26,20 @@ func TestLoadHostileFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// folder is a copy of testdata/cls with name replaced by make(path).
-	folder := func(name string, make func(path string) error) string {
+	folder := func(name string, make func(t testing.TB, path string)) string {
 		dir := copyFolder(t, "testdata/cls", "config.json", "model.safetensors", "vocab.txt")
 		path := filepath.Join(dir, name)
 		os.Remove(path)
-		if err := make(path); err != nil {
-			t.Fatal(err)
-		}
+		make(t, path)
 		return dir
 	}
-	zero := func(path string) error { return os.Symlink("/dev/zero", path) }
-	fifo := func(path string) error { return syscall.Mkfifo(path, 0o644) }
-	write := func(data []byte) func(string) error {
-		return func(path string) error { return os.WriteFile(path, data, 0o644) }
+	zero, fifo := hostilefile.DevZero, hostilefile.FIFO
+	write := func(data []byte) func(testing.TB, string) {
+		return func(t testing.TB, path string) {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	huge := append(bytes.Repeat([]byte(" "), 5<<20), cfg...) // valid JSON of 5 MiB
 	for _, c := range []struct {
@@ -47,7 +48,11 @@ func TestLoadHostileFiles(t *testing.T) {
 		{"config.json to /dev/zero", folder("config.json", zero), "config.json in folder"},
 		{"config.json a FIFO", folder("config.json", fifo), "config.json in folder"},
 		{"config.json of 5 MiB", folder("config.json", write(huge)), "config.json is 5.0 MiB, more than the 4 MiB allowed for a JSON config"},
-		{"config.json a directory", folder("config.json", func(p string) error { return os.Mkdir(p, 0o755) }), "config.json in folder"},
+		{"config.json a directory", folder("config.json", func(t testing.TB, p string) {
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}), "config.json in folder"},
 		{"model.safetensors to /dev/zero", folder("model.safetensors", zero), "model.safetensors in folder"},
 		{"huge hidden_size", folder("config.json", write(smallConfig(t, map[string]string{"hidden_size": "1000000000000"}))), "hidden_size 1000000000000 is out of range (allowed: 1 to 65536)"},
 	} {
@@ -92,20 +97,11 @@ func TestLoadHostileFiles(t *testing.T) {
 // containing want.
 func loadFails(t *testing.T, dir string, ho hub.Options, want string) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
+	hostilefile.Refused(t, "Load "+dir, func() error {
 		m, err := Load(dir, Options{Hub: ho})
 		if m != nil {
 			err = nil
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("error %v, want one line containing %q", err, want)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Load blocked")
-	}
+		return err
+	}, want, 20*time.Second)
 }

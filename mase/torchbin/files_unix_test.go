@@ -3,12 +3,11 @@
 package torchbin
 
 import (
-	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/internal/hostilefile"
 )
 
 // TestReadFileNotRegular: a checkpoint that is a symlink to /dev/zero, a
@@ -18,27 +17,14 @@ import (
 func TestReadFileNotRegular(t *testing.T) {
 	dir := t.TempDir()
 	zero := filepath.Join(dir, "pytorch_model.bin")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	hostilefile.DevZero(t, zero)
 	fifo := filepath.Join(t.TempDir(), "pytorch_model.bin")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatalf("mkfifo: %v", err)
-	}
+	hostilefile.FIFO(t, fifo)
 	for path, want := range map[string]string{
 		zero: "pytorch_model.bin is a character device, not a regular file (allowed: a regular file or a symlink to one)",
 		fifo: "pytorch_model.bin is a named pipe (FIFO), not a regular file",
 		dir:  "is a directory, not a regular file",
 	} {
-		done := make(chan error, 1)
-		go func() { _, err := ReadFile(path); done <- err }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("%s: %v, want one line containing %q", path, err, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s: ReadFile blocked", path)
-		}
+		hostilefile.Refused(t, "ReadFile "+path, func() error { _, err := ReadFile(path); return err }, want, 10*time.Second)
 	}
 }
