@@ -3,6 +3,8 @@
 # and JAX's CUDA PJRT plugin. BUNDLE is what `make gpu-bundle` wrote (binaries xz-compressed or plain).
 #
 #   bash kernel/gpu/check.sh bin/gpu-bundle          # DEADLINE=480 (seconds) by default
+#   STEPS='cuda_device|sdpa_.*' bash kernel/gpu/check.sh bin/gpu-bundle   # only the steps the regular
+#                                                     # expression names (env always runs)
 #
 # Correctness comes before speed: the machine and plugin, the CUDA kernels through the driver alone, the
 # kernels as custom calls inside XLA graphs, the trainer tests, then the figures (training speed of both
@@ -22,6 +24,11 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-bin/gpu-bundle}" 2>/dev/null && pwd) || { echo "check.sh: no bundle folder ${1:-bin/gpu-bundle} (make gpu-bundle writes it)" >&2; exit 2; }
 DEADLINE=${DEADLINE:-480}
+STEPS=${STEPS:-}
+if [ -n "$STEPS" ]; then
+	[[ x =~ ^($STEPS)$ ]]
+	(($? == 2)) && { echo "check.sh: STEPS must be an extended regular expression over step names (got '$STEPS')" >&2; exit 2; }
+fi
 case $DEADLINE in '' | *[!0-9]*) echo "check.sh: DEADLINE must be a whole number of seconds (got '$DEADLINE')" >&2; exit 2 ;; esac
 T0=$SECONDS
 OUT=${OUT:-$B/results}
@@ -40,7 +47,7 @@ for f in mase cuda.test backend.test train.test; do
 	[ -f "$f" ] && chmod +x "$f"
 done
 export GOMASE_DATA_DIR=$B/data
-say "gomase GPU check, bundle $B, deadline ${DEADLINE}s, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+say "gomase GPU check, bundle $B, deadline ${DEADLINE}s${STEPS:+, steps $STEPS}, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 
 MON=
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -61,6 +68,9 @@ trap 'say "check.sh: stopped by a signal at t=$((SECONDS - T0))s"; exit 130' INT
 step() {
 	local name=$1 min=$2 limit=$3
 	shift 3
+	if [ -n "$STEPS" ] && [ "$name" != env ] && ! [[ $name =~ ^($STEPS)$ ]]; then
+		return 99
+	fi
 	local t=$((SECONDS - T0))
 	local left=$((DEADLINE - t))
 	if ((left < min)); then
@@ -151,6 +161,11 @@ step packed_gomlx 20 60 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backe
 step compile_b8x128 20 60 ./mase bench compile --backend xla:cuda --json
 if [ -d data/imdb ]; then
 	step train_imdb 200 400 env GOMLX_BACKEND=xla:cuda ./mase train --dataset imdb --group-by-length --quiet --json
+	# Diagnostics (name them in STEPS): the same epoch without TF32 matmuls, and with the fused trainer.
+	if [ -n "$STEPS" ]; then
+		step train_imdb_notf32 200 400 env GOMLX_BACKEND=xla:cuda,notf32 ./mase train --dataset imdb --group-by-length --quiet --json
+		step train_imdb_fused 200 400 env GOMLX_BACKEND=xla:cuda ./mase train --dataset imdb --group-by-length --trainer fused --quiet --json
+	fi
 fi
 if [ -f gpu_peer.py ]; then
 	step torch_peer 60 200 env PYTHONUNBUFFERED=1 "$PY" gpu_peer.py

@@ -74,7 +74,7 @@ func fakeBundle(t *testing.T, behaviour map[string]string) string {
 
 // runCheck runs check.sh on bundle with DEADLINE=deadline and returns the
 // output folder, the summary and the step tails.
-func runCheck(t *testing.T, bundle string, deadline int) (out, summary, tails string, took time.Duration) {
+func runCheck(t *testing.T, bundle string, deadline int, env ...string) (out, summary, tails string, took time.Duration) {
 	t.Helper()
 	for _, f := range []string{"check.sh", "pjrt_env.py"} { // read here, so that go test's cache sees them change
 		if _, err := os.ReadFile(f); err != nil {
@@ -84,6 +84,7 @@ func runCheck(t *testing.T, bundle string, deadline int) (out, summary, tails st
 	out = filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command("bash", "check.sh", bundle)
 	cmd.Env = append(os.Environ(), "OUT="+out, fmt.Sprintf("DEADLINE=%d", deadline), "GOMASE_CUDA_KERNELS=", "GOMASE_CUDA_PLUGIN=/nonexistent/cuda_plugin.so")
+	cmd.Env = append(cmd.Env, env...)
 	start := time.Now()
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("check.sh: %v\n%s", err, b)
@@ -121,7 +122,7 @@ func checkOutputs(t *testing.T, out string) {
 // what follows, and every later step is skipped for lack of time.
 func TestCheckCutsAHungStep(t *testing.T) {
 	t.Parallel()
-	const deadline = 25
+	const deadline = 35
 	bundle := fakeBundle(t, map[string]string{"cuda.test": "hang"})
 	out, summary, tails, took := runCheck(t, bundle, deadline)
 	for _, want := range []string{
@@ -170,6 +171,29 @@ func TestCheckRunsEveryStep(t *testing.T) {
 		t.Errorf("the bundle was not unpacked:\n%s", summary)
 	}
 	checkOutputs(t, out)
+}
+
+// TestCheckRunsTheNamedSteps: STEPS picks steps by name (env always runs);
+// a STEPS that is no regular expression is refused.
+func TestCheckRunsTheNamedSteps(t *testing.T) {
+	t.Parallel()
+	bundle := fakeBundle(t, nil)
+	out, summary, _, _ := runCheck(t, bundle, 300, "STEPS=cuda_device|sdpa_f32.*")
+	var ran []string
+	for _, line := range strings.Split(summary, "\n") {
+		if name, ok := strings.CutPrefix(line, "=== "); ok {
+			ran = append(ran, name[:strings.Index(name, ":")])
+		}
+	}
+	if got := strings.Join(ran, " "); got != "env cuda_device sdpa_f32 sdpa_f32_off" {
+		t.Errorf("STEPS=cuda_device|sdpa_f32.* ran %q:\n%s", got, summary)
+	}
+	checkOutputs(t, out)
+	cmd := exec.Command("bash", "check.sh", bundle)
+	cmd.Env = append(os.Environ(), "STEPS=sdpa_(", "OUT="+t.TempDir())
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "STEPS must be an extended regular expression") {
+		t.Errorf("STEPS=sdpa_(: %v, %s", err, b)
+	}
 }
 
 // TestCheckRefusesABadDeadline: DEADLINE must be whole seconds.

@@ -40,13 +40,13 @@ func TestPTXMatchesSources(t *testing.T) {
 	}
 	// The SDPA kernel keeps its state in registers (no local memory) and
 	// uses only dynamic shared memory, whose size Load and the handler set.
-	if strings.Contains(sdpaPTX, ".local") || !strings.Contains(sdpaPTX, ".shared .align 4 .b8 gomase_sdpa_smem[") {
+	if strings.Contains(sdpaPTX, ".local") || !strings.Contains(sdpaPTX, ".shared .align 16 .b8 gomase_sdpa_smem[") {
 		t.Error("sdpa.ptx: local memory, or no dynamic shared array gomase_sdpa_smem")
 	}
 	if n := strings.Count(sdpaPTX, ".shared"); n != strings.Count(sdpaPTX, "ld.shared")+strings.Count(sdpaPTX, "st.shared")+1 {
 		t.Errorf("sdpa.ptx declares static shared memory besides gomase_sdpa_smem")
 	}
-	if got := sdpaSharedBytes(128); got != 73856 || SDPAFloat32.DynamicShared != got {
+	if got := sdpaSharedBytes(128); got != 117760 || SDPAFloat32.DynamicShared != got {
 		t.Errorf("shared memory at head_dim 128: %d bytes", got)
 	}
 	for d := 1; HostBuild && d <= 128; d++ {

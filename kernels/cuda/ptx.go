@@ -63,10 +63,16 @@ var (
 	SDPAFloat16 = Kernel{Name: "sdpa_f16", Entry: "gomase_sdpa_f16", PTX: sdpaPTX, DynamicShared: sdpaSharedBytes(sdpaMaxHeadDim), sources: sdpaSource + sdpaBody}
 )
 
-// sdpaSharedBytes is gomase_sdpa_smem_floats(d)·4 (sdpa_block.h): q (64
-// rows), K (32 keys, rows padded by one), V (32 keys) and P (8 warps × 32
-// keys × 8 rows).
-func sdpaSharedBytes(d int) int { return 4 * (64*d + 32*(d+1) + 32*d + 8*32*8) }
+// sdpaSharedBytes is gomase_sdpa_smem_floats(d)·4 (sdpa_block.h): q and K
+// (64 rows each of head_dim rounded up to 4, plus 4), V (64 rows of 64 or
+// 128) and P (64 rows of 68).
+func sdpaSharedBytes(d int) int {
+	qstride, vstride := (d+3)/4*4+4, 64
+	if d > 64 {
+		vstride = 128
+	}
+	return 4 * (2*64*qstride + 64*vstride + 64*68)
+}
 
 var recordedHash = regexp.MustCompile(`^// source sha256: ([0-9a-f]{64})\b`)
 

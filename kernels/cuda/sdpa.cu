@@ -5,10 +5,10 @@
 //
 // Launch: grid (ceil(seq_q / 64), batch·heads), 256 threads a block,
 // gomase_sdpa_smem_floats(head_dim)·4 bytes of dynamic shared memory (over
-// 48 KB for head_dim 128: raise the function's limit with cuFuncSetAttribute).
+// 48 KB from head_dim 33 up: raise the function's limit with cuFuncSetAttribute).
 #include "sdpa_block.h"
 
-extern __attribute__((shared)) float gomase_sdpa_smem[];
+extern __attribute__((shared)) __attribute__((aligned(16))) float gomase_sdpa_smem[];
 
 static __attribute__((device)) __attribute__((always_inline)) inline void gomase_sdpa_run(const gomase_sdpa_args *a,
                                                                                           int half) {

@@ -5,15 +5,21 @@
 // out = softmax(q·kᵀ·scale + mask)·v, layout [batch, heads, seq, head_dim]
 // row-major, head_dim ≤ 128, float32 or float16 (float32 arithmetic).
 //
-// Tiling: a block of 256 threads (8 warps) owns 64 query rows of one
-// (batch, head); warp w owns 8 of them. q·scale is staged in shared memory
-// once; then for each tile of 32 keys the block stages K and V (float32),
-// lane l of each warp scores key l against the warp's 8 rows, the warp
-// takes each row's maximum (shuffles), and every lane rescales its
-// accumulators by exp(m_old - m_new) and adds p·V for its columns
-// (d = lane, lane + 32, …). Each lane keeps 8 rows × 4 columns of
-// accumulators, the running maximum and its part of the running sum in
-// registers; the sums are added across the warp at the end. No score
+// Tiling: a block of 256 threads owns 64 query rows of one (batch, head)
+// and walks the keys in tiles of 64. Thread t is in row group ty = t / 16
+// (query rows 4·ty … 4·ty + 3) at column tx = t % 16. q·scale is staged in
+// shared memory once; for each tile the block stages K and V, and each
+// thread
+//   - scores its 4 rows against keys tx, tx + 16, tx + 32, tx + 48 (a 4×4
+//     register tile; q and K rows are read four floats at a time, so one
+//     shared load feeds four multiply-adds),
+//   - takes each row's tile maximum across its group's 16 threads
+//     (shuffles), rescales its accumulators by exp(m_old − m_new), and
+//     writes its probabilities to P,
+//   - adds P·V to its 4 rows × 8 output columns (4·tx … 4·tx + 3 and the
+//     same plus 64), again reading four floats a load.
+// The running maximum and each thread's part of the running sum stay in
+// registers; the sums are added across the group at the end. No score
 // matrix leaves the block.
 //
 // A row whose every score is -Inf (keys all masked by -Inf) gets zeros, as
@@ -38,13 +44,15 @@
 #define GOMASE_UNROLL
 #endif
 
-#define GOMASE_SDPA_ROWS 64   // query rows per block
-#define GOMASE_SDPA_KEYS 32   // keys per tile (one per lane)
-#define GOMASE_SDPA_WARPS 8   // warps per block
-#define GOMASE_SDPA_WROWS 8   // query rows per warp
+#define GOMASE_SDPA_ROWS 64    // query rows per block
+#define GOMASE_SDPA_KEYS 64    // keys per tile
 #define GOMASE_SDPA_THREADS 256
-#define GOMASE_SDPA_MAX_D 128 // head_dim limit
-#define GOMASE_SDPA_DCOLS 4   // columns per lane: GOMASE_SDPA_MAX_D / 32
+#define GOMASE_SDPA_GROUP 16   // threads sharing a row group
+#define GOMASE_SDPA_TROWS 4    // query rows per thread
+#define GOMASE_SDPA_TKEYS 4    // keys per thread and tile (tx + 16·i)
+#define GOMASE_SDPA_TCOLS 8    // output columns per thread (4·tx + u, 64 + 4·tx + u)
+#define GOMASE_SDPA_MAX_D 128  // head_dim limit
+#define GOMASE_SDPA_PSTRIDE 68 // floats per row of P (64 keys + 4: rows start on different banks)
 
 // gomase_sdpa_args is the kernel's only parameter (passed by value; the
 // same layout on the host and the device: pointers, then 64-bit, then
@@ -60,22 +68,53 @@ typedef struct {
 	float scale;
 } gomase_sdpa_args;
 
-// The shared memory of a block, in floats: q (64 × D), K (32 × (D+1), the
-// +1 keeps lanes reading different keys on different banks), V (32 × D),
-// P (8 warps × 32 keys × 8 rows).
+// gomase_sdpa_d4 is head_dim rounded up to a multiple of 4 (q and K rows
+// are zero-padded to it); rows of q and K in shared memory are 4 floats
+// longer still, so the rows a load reads start on different banks.
+GOMASE_SDPA_FN int gomase_sdpa_d4(int d) { return (d + 3) / 4 * 4; }
+GOMASE_SDPA_FN int gomase_sdpa_qstride(int d) { return gomase_sdpa_d4(d) + 4; }
+
+// gomase_sdpa_vstride is the row length of V in shared memory: 64 or 128
+// floats, zero-padded past head_dim, so every thread's column loads stay
+// inside the row.
+GOMASE_SDPA_FN int gomase_sdpa_vstride(int d) { return d <= 64 ? 64 : 128; }
+
+// The shared memory of a block, in floats: q (64 rows), K (64 keys), V (64
+// keys) and P (64 rows of GOMASE_SDPA_PSTRIDE). Every part starts on a
+// multiple of 4 floats (16 bytes), as the four-float loads need.
 GOMASE_SDPA_FN long long gomase_sdpa_smem_floats(int d) {
-	return (long long)GOMASE_SDPA_ROWS * d + GOMASE_SDPA_KEYS * (d + 1) + GOMASE_SDPA_KEYS * d +
-	       GOMASE_SDPA_WARPS * GOMASE_SDPA_KEYS * GOMASE_SDPA_WROWS;
+	return 2LL * GOMASE_SDPA_ROWS * gomase_sdpa_qstride(d) + (long long)GOMASE_SDPA_KEYS * gomase_sdpa_vstride(d) +
+	       (long long)GOMASE_SDPA_ROWS * GOMASE_SDPA_PSTRIDE;
 }
 
 // One thread's registers.
 typedef struct {
-	float acc[GOMASE_SDPA_WROWS][GOMASE_SDPA_DCOLS]; // unnormalised output columns lane + 32c
-	float m[GOMASE_SDPA_WROWS];                      // running maximum of the row's scores (warp-uniform)
-	float l[GOMASE_SDPA_WROWS];                      // this lane's part of the running sum
-	float s[GOMASE_SDPA_WROWS];                      // the lane's scores of the current tile
-	float mx[GOMASE_SDPA_WROWS];                     // the tile's new maximum, after the warp reduction
+	float acc[GOMASE_SDPA_TROWS][GOMASE_SDPA_TCOLS];  // unnormalised output columns
+	float m[GOMASE_SDPA_TROWS];                       // running maximum of the row's scores (group-uniform)
+	float l[GOMASE_SDPA_TROWS];                       // this thread's part of the running sum
+	float s[GOMASE_SDPA_TROWS][GOMASE_SDPA_TKEYS];    // the thread's scores of the current tile
+	float mx[GOMASE_SDPA_TROWS];                      // the tile's new maximum, after the group reduction
 } gomase_sdpa_state;
+
+// gomase_sdpa_ld4 reads p[0…3] (p 16-byte aligned): one vector load on the
+// GPU.
+#ifdef __CUDA__
+typedef float gomase_sdpa_f4 __attribute__((ext_vector_type(4)));
+GOMASE_SDPA_FN void gomase_sdpa_ld4(const float *p, float *o) {
+	gomase_sdpa_f4 v = *(const gomase_sdpa_f4 *)p;
+	o[0] = v.x;
+	o[1] = v.y;
+	o[2] = v.z;
+	o[3] = v.w;
+}
+#else
+static inline void gomase_sdpa_ld4(const float *p, float *o) {
+	o[0] = p[0];
+	o[1] = p[1];
+	o[2] = p[2];
+	o[3] = p[3];
+}
+#endif
 
 GOMASE_SDPA_FN float gomase_sdpa_bits_float(unsigned int b) {
 	float f;
@@ -138,119 +177,163 @@ GOMASE_SDPA_FN float gomase_sdpa_load(const void *p, long long i, int half) {
 	return half ? gomase_sdpa_half_float(((const unsigned short *)p)[i]) : ((const float *)p)[i];
 }
 
-// gomase_sdpa_load_q stages rows q0… of q·scale (zeros past seq_q).
+// gomase_sdpa_load_q stages rows q0… of q·scale, row i at qs[i·qstride]
+// (zeros past seq_q and past head_dim).
 GOMASE_SDPA_FN void gomase_sdpa_load_q(const gomase_sdpa_args *a, int half, long long bh, int q0, float *qs, int t) {
-	int d = a->head_dim;
+	int d = a->head_dim, d4 = gomase_sdpa_d4(d), ld = gomase_sdpa_qstride(d);
 	long long base = (bh * a->seq_q + q0) * d;
-	for (int x = t; x < GOMASE_SDPA_ROWS * d; x += GOMASE_SDPA_THREADS) {
-		qs[x] = q0 + x / d < a->seq_q ? gomase_sdpa_load(a->q, base + x, half) * a->scale : 0.0f;
+	for (int x = t; x < GOMASE_SDPA_ROWS * d4; x += GOMASE_SDPA_THREADS) {
+		int r = x / d4, c = x - r * d4;
+		qs[r * ld + c] = q0 + r < a->seq_q && c < d ? gomase_sdpa_load(a->q, base + (long long)r * d + c, half) * a->scale : 0.0f;
 	}
 }
 
 GOMASE_SDPA_FN void gomase_sdpa_init(gomase_sdpa_state *st) {
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
 		st->m[r] = -__builtin_inff();
 		st->l[r] = 0.0f;
 		GOMASE_UNROLL
-		for (int c = 0; c < GOMASE_SDPA_DCOLS; c++) st->acc[r][c] = 0.0f;
+		for (int c = 0; c < GOMASE_SDPA_TCOLS; c++) st->acc[r][c] = 0.0f;
 	}
 }
 
-// gomase_sdpa_load_kv stages keys k0… of K and V (zeros past seq_k).
+// gomase_sdpa_load_kv stages keys k0… of K (rows of qstride) and V (rows of
+// vstride), zeros past seq_k and past head_dim.
 GOMASE_SDPA_FN void gomase_sdpa_load_kv(const gomase_sdpa_args *a, int half, long long bh, int k0, float *ks, float *vs,
                                         int t) {
-	int d = a->head_dim;
+	int d = a->head_dim, ld = gomase_sdpa_qstride(d), dv = gomase_sdpa_vstride(d);
 	long long base = (bh * a->seq_k + k0) * d;
-	for (int x = t; x < GOMASE_SDPA_KEYS * d; x += GOMASE_SDPA_THREADS) {
-		int j = x / d, c = x - j * d;
-		int in = k0 + j < a->seq_k;
-		ks[j * (d + 1) + c] = in ? gomase_sdpa_load(a->k, base + x, half) : 0.0f;
-		vs[x] = in ? gomase_sdpa_load(a->v, base + x, half) : 0.0f;
+	for (int x = t; x < GOMASE_SDPA_KEYS * dv; x += GOMASE_SDPA_THREADS) {
+		int j = x / dv, c = x - j * dv;
+		int in = k0 + j < a->seq_k && c < d;
+		float kv = in ? gomase_sdpa_load(a->k, base + (long long)j * d + c, half) : 0.0f;
+		if (c < ld) ks[j * ld + c] = kv;
+		vs[x] = in ? gomase_sdpa_load(a->v, base + (long long)j * d + c, half) : 0.0f;
 	}
 }
 
-// gomase_sdpa_scores: lane scores key k0 + lane against the warp's rows
-// (-Inf past seq_k) and proposes the new maxima.
+// gomase_sdpa_scores: the thread scores its rows against keys
+// k0 + tx + 16·i (-Inf past seq_k) and proposes the new maxima.
 GOMASE_SDPA_FN void gomase_sdpa_scores(const gomase_sdpa_args *a, long long bh, int q0, int k0, const float *qs,
                                        const float *ks, gomase_sdpa_state *st, int t) {
-	int d = a->head_dim, w = t / 32, lane = t % 32, key = k0 + lane;
-	const float *kr = ks + lane * (d + 1), *qr = qs + w * GOMASE_SDPA_WROWS * d;
+	int d4 = gomase_sdpa_d4(a->head_dim), ld = gomase_sdpa_qstride(a->head_dim);
+	int ty = t / GOMASE_SDPA_GROUP, tx = t % GOMASE_SDPA_GROUP;
+	const float *qr = qs + ty * GOMASE_SDPA_TROWS * ld, *kr = ks + tx * ld;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) st->s[r] = 0.0f;
-	for (int c = 0; c < d; c++) {
-		float kc = kr[c];
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
 		GOMASE_UNROLL
-		for (int r = 0; r < GOMASE_SDPA_WROWS; r++) st->s[r] += qr[r * d + c] * kc;
+		for (int i = 0; i < GOMASE_SDPA_TKEYS; i++) st->s[r][i] = 0.0f;
+	}
+	for (int c = 0; c < d4; c += 4) {
+		float qv[GOMASE_SDPA_TROWS][4], kv[GOMASE_SDPA_TKEYS][4];
+		GOMASE_UNROLL
+		for (int r = 0; r < GOMASE_SDPA_TROWS; r++) gomase_sdpa_ld4(qr + r * ld + c, qv[r]);
+		GOMASE_UNROLL
+		for (int i = 0; i < GOMASE_SDPA_TKEYS; i++) gomase_sdpa_ld4(kr + i * GOMASE_SDPA_GROUP * ld + c, kv[i]);
+		GOMASE_UNROLL
+		for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
+			GOMASE_UNROLL
+			for (int i = 0; i < GOMASE_SDPA_TKEYS; i++) {
+				GOMASE_UNROLL
+				for (int u = 0; u < 4; u++) st->s[r][i] += qv[r][u] * kv[i][u];
+			}
+		}
 	}
 	long long b = bh / a->heads, h = bh % a->heads;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
-		int i = q0 + w * GOMASE_SDPA_WROWS + r;
-		if (key >= a->seq_k) {
-			st->s[r] = -__builtin_inff();
-		} else if (a->mask) {
-			long long mi = i < a->seq_q ? i : a->seq_q - 1; // rows past seq_q are computed, never stored
-			st->s[r] += a->mask[b * a->mask_stride[0] + h * a->mask_stride[1] + mi * a->mask_stride[2] +
-			                    key * a->mask_stride[3]];
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
+		int i = q0 + ty * GOMASE_SDPA_TROWS + r;
+		long long mi = i < a->seq_q ? i : a->seq_q - 1; // rows past seq_q are computed, never stored
+		float mx = st->m[r];
+		GOMASE_UNROLL
+		for (int u = 0; u < GOMASE_SDPA_TKEYS; u++) {
+			int key = k0 + tx + GOMASE_SDPA_GROUP * u;
+			if (key >= a->seq_k) {
+				st->s[r][u] = -__builtin_inff();
+			} else if (a->mask) {
+				st->s[r][u] += a->mask[b * a->mask_stride[0] + h * a->mask_stride[1] + mi * a->mask_stride[2] +
+				                       key * a->mask_stride[3]];
+			}
+			mx = gomase_sdpa_max(mx, st->s[r][u]);
 		}
-		st->mx[r] = gomase_sdpa_max(st->m[r], st->s[r]);
+		st->mx[r] = mx;
 	}
 }
 
-// gomase_sdpa_softmax: with the warp's new maxima in mx, rescales the
+// gomase_sdpa_softmax: with the group's new maxima in mx, rescales the
 // accumulators and the sum by exp(m_old - m_new), adds exp(s - m_new) to
-// the lane's sum and leaves it in P for the warp.
+// the thread's sum and leaves it in P for the group.
 GOMASE_SDPA_FN void gomase_sdpa_softmax(gomase_sdpa_state *st, float *ps, int t) {
 	const float log2e = 1.44269504088896341f;
-	int w = t / 32, lane = t % 32;
+	int ty = t / GOMASE_SDPA_GROUP, tx = t % GOMASE_SDPA_GROUP;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
 		float mn = st->mx[r];
 		float base = mn == -__builtin_inff() ? 0.0f : mn; // all -Inf so far: every p is 0
 		float corr = gomase_sdpa_exp2((st->m[r] - base) * log2e);
-		float p = gomase_sdpa_exp2((st->s[r] - base) * log2e);
-		st->m[r] = mn;
-		st->l[r] = st->l[r] * corr + p;
+		float sum = 0.0f;
+		float *pr = ps + (ty * GOMASE_SDPA_TROWS + r) * GOMASE_SDPA_PSTRIDE + tx;
 		GOMASE_UNROLL
-		for (int c = 0; c < GOMASE_SDPA_DCOLS; c++) st->acc[r][c] *= corr;
-		ps[(w * GOMASE_SDPA_KEYS + lane) * GOMASE_SDPA_WROWS + r] = p;
+		for (int u = 0; u < GOMASE_SDPA_TKEYS; u++) {
+			float p = gomase_sdpa_exp2((st->s[r][u] - base) * log2e);
+			sum += p;
+			pr[GOMASE_SDPA_GROUP * u] = p;
+		}
+		st->m[r] = mn;
+		st->l[r] = st->l[r] * corr + sum;
+		GOMASE_UNROLL
+		for (int c = 0; c < GOMASE_SDPA_TCOLS; c++) st->acc[r][c] *= corr;
 	}
 }
 
-// gomase_sdpa_pv adds P·V to the lane's columns.
+// gomase_sdpa_pv adds P·V to the thread's rows and columns (the second
+// four columns only when head_dim is over 64).
 GOMASE_SDPA_FN void gomase_sdpa_pv(const gomase_sdpa_args *a, int k0, const float *vs, const float *ps,
                                    gomase_sdpa_state *st, int t) {
-	int d = a->head_dim, w = t / 32, lane = t % 32;
-	int keys = a->seq_k - k0 < GOMASE_SDPA_KEYS ? a->seq_k - k0 : GOMASE_SDPA_KEYS;
-	for (int j = 0; j < keys; j++) {
-		const float *p = ps + (w * GOMASE_SDPA_KEYS + j) * GOMASE_SDPA_WROWS;
+	int dv = gomase_sdpa_vstride(a->head_dim), ty = t / GOMASE_SDPA_GROUP, tx = t % GOMASE_SDPA_GROUP;
+	int left = a->seq_k - k0, keys = left < GOMASE_SDPA_KEYS ? (left + 3) / 4 * 4 : GOMASE_SDPA_KEYS;
+	int wide = dv > 64;
+	const float *pr = ps + ty * GOMASE_SDPA_TROWS * GOMASE_SDPA_PSTRIDE, *vc = vs + 4 * tx;
+	for (int j = 0; j < keys; j += 4) {
+		float p[GOMASE_SDPA_TROWS][4];
 		GOMASE_UNROLL
-		for (int c = 0; c < GOMASE_SDPA_DCOLS; c++) {
-			int col = lane + 32 * c;
-			float vc = col < d ? vs[j * d + col] : 0.0f;
+		for (int r = 0; r < GOMASE_SDPA_TROWS; r++) gomase_sdpa_ld4(pr + r * GOMASE_SDPA_PSTRIDE + j, p[r]);
+		GOMASE_UNROLL
+		for (int jj = 0; jj < 4; jj++) {
+			float v[GOMASE_SDPA_TCOLS];
+			gomase_sdpa_ld4(vc + (j + jj) * dv, v);
+			if (wide) {
+				gomase_sdpa_ld4(vc + (j + jj) * dv + 64, v + 4);
+			} else {
+				GOMASE_UNROLL
+				for (int u = 4; u < GOMASE_SDPA_TCOLS; u++) v[u] = 0.0f;
+			}
 			GOMASE_UNROLL
-			for (int r = 0; r < GOMASE_SDPA_WROWS; r++) st->acc[r][c] += p[r] * vc;
+			for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
+				GOMASE_UNROLL
+				for (int u = 0; u < GOMASE_SDPA_TCOLS; u++) st->acc[r][u] += p[r][jj] * v[u];
+			}
 		}
 	}
 }
 
-// gomase_sdpa_store writes the lane's columns of its warp's rows, divided
-// by the row's sum (in l after the warp reduction); zeros when it is 0.
+// gomase_sdpa_store writes the thread's columns of its rows, divided by
+// the row's sum (in l after the group reduction); zeros when it is 0.
 GOMASE_SDPA_FN void gomase_sdpa_store(const gomase_sdpa_args *a, int half, long long bh, int q0,
                                       const gomase_sdpa_state *st, int t) {
-	int d = a->head_dim, w = t / 32, lane = t % 32;
+	int d = a->head_dim, ty = t / GOMASE_SDPA_GROUP, tx = t % GOMASE_SDPA_GROUP;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
-		int i = q0 + w * GOMASE_SDPA_WROWS + r;
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
+		int i = q0 + ty * GOMASE_SDPA_TROWS + r;
 		if (i >= a->seq_q) continue;
 		float inv = st->l[r] > 0.0f ? 1.0f / st->l[r] : 0.0f;
 		long long base = (bh * a->seq_q + i) * d;
 		GOMASE_UNROLL
-		for (int c = 0; c < GOMASE_SDPA_DCOLS; c++) {
-			int col = lane + 32 * c;
+		for (int u = 0; u < GOMASE_SDPA_TCOLS; u++) {
+			int col = 4 * tx + (u & 3) + 64 * (u >> 2);
 			if (col >= d) continue;
-			float y = st->acc[r][c] * inv;
+			float y = st->acc[r][u] * inv;
 			if (half) {
 				((unsigned short *)a->out)[base + col] = gomase_sdpa_float_half(y);
 			} else {
@@ -267,27 +350,29 @@ GOMASE_SDPA_FN void gomase_sdpa_store(const gomase_sdpa_args *a, int half, long 
 #define GOMASE_SYNC() __syncthreads()
 #define GOMASE_SYNCWARP() __nvvm_bar_warp_sync(0xffffffffu)
 
-GOMASE_SDPA_FN float gomase_sdpa_warp_max(float v) {
-	for (int o = 16; o > 0; o >>= 1) v = gomase_sdpa_max(v, __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, o, 0x1f));
+// The group reductions: butterflies over lane bits 0–3, which stay inside
+// the 16 threads of a row group.
+GOMASE_SDPA_FN float gomase_sdpa_group_max(float v) {
+	for (int o = GOMASE_SDPA_GROUP / 2; o > 0; o >>= 1) v = gomase_sdpa_max(v, __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, o, 0x1f));
 	return v;
 }
 
-GOMASE_SDPA_FN float gomase_sdpa_warp_sum(float v) {
-	for (int o = 16; o > 0; o >>= 1) v += __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, o, 0x1f);
+GOMASE_SDPA_FN float gomase_sdpa_group_sum(float v) {
+	for (int o = GOMASE_SDPA_GROUP / 2; o > 0; o >>= 1) v += __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, o, 0x1f);
 	return v;
 }
 
-// The warp reductions of the rows' maxima (mx) and, at the end, sums (l).
+// The group reductions of the rows' maxima (mx) and, at the end, sums (l).
 GOMASE_SDPA_FN void gomase_sdpa_reduce_max(gomase_sdpa_state *st, int tid) {
 	(void)tid;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) st->mx[r] = gomase_sdpa_warp_max(st->mx[r]);
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) st->mx[r] = gomase_sdpa_group_max(st->mx[r]);
 }
 
 GOMASE_SDPA_FN void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
 	(void)tid;
 	GOMASE_UNROLL
-	for (int r = 0; r < GOMASE_SDPA_WROWS; r++) st->l[r] = gomase_sdpa_warp_sum(st->l[r]);
+	for (int r = 0; r < GOMASE_SDPA_TROWS; r++) st->l[r] = gomase_sdpa_group_sum(st->l[r]);
 }
 #else
 // On the host every phase loops over the block's threads; st holds all
@@ -297,20 +382,20 @@ GOMASE_SDPA_FN void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
 #define GOMASE_SYNC() (void)0
 #define GOMASE_SYNCWARP() (void)0
 
-// The host's warp reductions: the butterfly of the shuffles, the same
+// The host's group reductions: the butterfly of the shuffles, the same
 // order of operations as on the GPU.
 static inline void gomase_sdpa_butterfly(gomase_sdpa_state *st, int sum) {
-	for (int w = 0; w < GOMASE_SDPA_WARPS; w++) {
-		gomase_sdpa_state *ws = st + 32 * w;
-		for (int r = 0; r < GOMASE_SDPA_WROWS; r++) {
-			float v[32], nv[32];
-			for (int lane = 0; lane < 32; lane++) v[lane] = sum ? ws[lane].l[r] : ws[lane].mx[r];
-			for (int o = 16; o > 0; o >>= 1) {
-				for (int lane = 0; lane < 32; lane++)
-					nv[lane] = sum ? v[lane] + v[lane ^ o] : gomase_sdpa_max(v[lane], v[lane ^ o]);
-				for (int lane = 0; lane < 32; lane++) v[lane] = nv[lane];
+	for (int g = 0; g < GOMASE_SDPA_THREADS / GOMASE_SDPA_GROUP; g++) {
+		gomase_sdpa_state *gs = st + GOMASE_SDPA_GROUP * g;
+		for (int r = 0; r < GOMASE_SDPA_TROWS; r++) {
+			float v[GOMASE_SDPA_GROUP], nv[GOMASE_SDPA_GROUP];
+			for (int x = 0; x < GOMASE_SDPA_GROUP; x++) v[x] = sum ? gs[x].l[r] : gs[x].mx[r];
+			for (int o = GOMASE_SDPA_GROUP / 2; o > 0; o >>= 1) {
+				for (int x = 0; x < GOMASE_SDPA_GROUP; x++)
+					nv[x] = sum ? v[x] + v[x ^ o] : gomase_sdpa_max(v[x], v[x ^ o]);
+				for (int x = 0; x < GOMASE_SDPA_GROUP; x++) v[x] = nv[x];
 			}
-			for (int lane = 0; lane < 32; lane++) *(sum ? &ws[lane].l[r] : &ws[lane].mx[r]) = v[lane];
+			for (int x = 0; x < GOMASE_SDPA_GROUP; x++) *(sum ? &gs[x].l[r] : &gs[x].mx[r]) = v[x];
 		}
 	}
 }
@@ -328,13 +413,14 @@ static inline void gomase_sdpa_reduce_sum(gomase_sdpa_state *st, int tid) {
 
 // gomase_sdpa_block is block (qblock, bh) of the grid: query rows
 // qblock·64… of batch·heads index bh. smem has gomase_sdpa_smem_floats(D)
-// floats; st is the thread's state on the GPU, all 256 on the host.
+// floats, 16-byte aligned; st is the thread's state on the GPU, all 256
+// on the host.
 GOMASE_SDPA_FN void gomase_sdpa_block(const gomase_sdpa_args *a, int half, int qblock, long long bh, float *smem,
                                       gomase_sdpa_state *st, int tid) {
 	(void)tid;
-	int d = a->head_dim, q0 = qblock * GOMASE_SDPA_ROWS;
-	float *qs = smem, *ks = qs + GOMASE_SDPA_ROWS * d, *vs = ks + GOMASE_SDPA_KEYS * (d + 1),
-	      *ps = vs + GOMASE_SDPA_KEYS * d;
+	int d = a->head_dim, q0 = qblock * GOMASE_SDPA_ROWS, ld = gomase_sdpa_qstride(d);
+	float *qs = smem, *ks = qs + GOMASE_SDPA_ROWS * ld, *vs = ks + GOMASE_SDPA_KEYS * ld,
+	      *ps = vs + GOMASE_SDPA_KEYS * gomase_sdpa_vstride(d);
 	GOMASE_FOR_THREADS(t) {
 		gomase_sdpa_load_q(a, half, bh, q0, qs, t);
 		gomase_sdpa_init(GOMASE_STATE(t));
@@ -345,7 +431,7 @@ GOMASE_SDPA_FN void gomase_sdpa_block(const gomase_sdpa_args *a, int half, int q
 		GOMASE_FOR_THREADS(t) gomase_sdpa_scores(a, bh, q0, k0, qs, ks, GOMASE_STATE(t), t);
 		gomase_sdpa_reduce_max(st, tid);
 		GOMASE_FOR_THREADS(t) gomase_sdpa_softmax(GOMASE_STATE(t), ps, t);
-		GOMASE_SYNCWARP(); // the warp's P written
+		GOMASE_SYNCWARP(); // the group's P written (a group is half a warp)
 		GOMASE_FOR_THREADS(t) gomase_sdpa_pv(a, k0, vs, ps, GOMASE_STATE(t), t);
 		GOMASE_SYNC(); // K, V and P read before the next tile overwrites them
 	}

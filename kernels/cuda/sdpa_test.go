@@ -215,6 +215,7 @@ func sdpaCases(dt dtypes.DType) []sdpaCase {
 		newSDPACase("d128 long keys", cfg(1, 2, 70, 200, 128), rng, nil),
 		newSDPACase("d40", cfg(2, 1, 64, 64, 40), rng, nil),
 		newSDPACase("d1", cfg(1, 1, 3, 40, 1), rng, nil),
+		newSDPACase("d100", cfg(1, 2, 65, 70, 100), rng, nil),
 		newSDPACase("one query", cfg(3, 2, 1, 129, 32), rng, nil),
 		newSDPACase("scale 0.37", scaled, rng, nil),
 		newSDPACase("padding d64", cfg(4, 2, 50, 45, 64, 4, 1, 1, 45), rng, padding),
