@@ -74,6 +74,9 @@ func openSpec(s Spec) (compute.Backend, error) {
 			// plugin finds by its own RPATH, so the warning is wrong here.
 			os.Setenv("GOPJRT_CUDA_CHECKS", "0")
 		}
+		if s.Plugin == PluginCUDA || IsJAXPluginPath(path) {
+			setGPUXLAFlags()
+		}
 		b, err := openXLA(path, s.PluginOptions)
 		if err != nil {
 			if s.IsPath() {
