@@ -13,6 +13,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/timeline"
 )
 
 // Compiled runs a whole MaseGraph as one GoMLX computation, JIT-compiled
@@ -29,6 +30,27 @@ type Compiled struct {
 	// traced records, per build, which MaseGraph nodes the flat outputs
 	// belong to and the non-tensor values seen while building.
 	traced *buildRecord
+	// builds counts the graph builds (one per input shapes: a compile).
+	builds int
+
+	rec *timeline.Recorder // nil: not profiling
+}
+
+// SetRecorder makes Run record its spans on r (nil stops): each call, as
+// "compile" when it built and compiled the graph for new input shapes
+// (the span then holds that first execution too), else "execute".
+func (c *Compiled) SetRecorder(r *timeline.Recorder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rec = r
+}
+
+// Executables returns the number of executables compiled so far (one per
+// set of input shapes).
+func (c *Compiled) Executables() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.builds
 }
 
 // buildRecord remembers how the flat outputs of one build map back to nodes.
@@ -102,6 +124,7 @@ func CompileOn(be compute.Backend, mg *ir.MaseGraph, mode Mode, capture bool) (*
 		}
 		c.mu.Lock()
 		c.traced = rec
+		c.builds++
 		c.mu.Unlock()
 		return outs
 	}
@@ -162,13 +185,25 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 		return nil, nil, err
 	}
 	defer FreeUploads(args...)()
+	c.mu.Lock()
+	tl, builds := c.rec, c.builds
+	c.mu.Unlock()
+	start := tl.Now()
 	outs, err := c.exec.Call(args...)
+	c.mu.Lock()
+	rec, built := c.traced, c.builds > builds
+	c.mu.Unlock()
+	if tl != nil {
+		e := timeline.Event{Track: TrackRun, Cat: CatExecute, Name: "compiled graph", Start: start, Dur: tl.Now() - start,
+			Args: map[string]any{"nodes": len(c.graph.Nodes())}}
+		if built {
+			e.Cat, e.Args["shapes"] = CatCompile, argShapes(args)
+		}
+		tl.Add(e)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("executing graph: %w", err)
 	}
-	c.mu.Lock()
-	rec := c.traced
-	c.mu.Unlock()
 	if rec == nil {
 		Finalize(outs...)
 		return nil, nil, fmt.Errorf("executing graph: internal error: the graph was not built")

@@ -16,6 +16,7 @@ import (
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/ops"
+	"github.com/gomase/gomase/mase/timeline"
 )
 
 // staged runs a MaseGraph as a sequence of stages, materialising the
@@ -41,7 +42,8 @@ type staged struct {
 
 	mu    sync.Mutex
 	execs map[stageKey]*stageExec
-	last  RunStats // the counts of the most recent Run that completed
+	last  RunStats           // the counts of the most recent Run that completed
+	rec   *timeline.Recorder // nil: not profiling (SetRecorder)
 }
 
 // RunStats counts what one Run of a staged runner (Eager, Segmented) did:
@@ -352,8 +354,10 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	defer FreeUploads(args...)()
 	held := newHeldTensors(given)
 	stats := RunStats{Stages: len(s.stages), ExecutedNodes: map[string]int{}}
+	tl := s.recorder()
+	defer tl.Begin(TrackRun, CatRun, "Run", map[string]any{"stages": len(s.stages)})(nil)
 	for _, st := range s.stages {
-		if err := s.runStage(st, vals, &stats); err != nil {
+		if err := s.runStage(st, vals, &stats, tl); err != nil {
 			held.releaseAll()
 			return nil, err
 		}
@@ -377,7 +381,8 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 
 // runStage runs one stage and records the values of its liveOut nodes
 // (for a one-node stage, the node's value even when nothing reads it).
-func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) error {
+func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats, tl *timeline.Recorder) error {
+	start := tl.Now()
 	if st.host != nil {
 		stats.Host++
 		n := st.nodes[0]
@@ -394,6 +399,7 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 			return fmt.Errorf("node %s (host function %s): %w", n.Name, n.Target, err)
 		}
 		vals[n] = v
+		s.stageSpan(tl, st, CatHost, start, "")
 		return nil
 	}
 	ins, sig := tensorArgs(st.external, vals)
@@ -422,6 +428,7 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 		return nil
 	}
 	if !se.built || se.nOutputs > 0 {
+		compiling := !se.built
 		args := make([]any, len(ins))
 		for i, t := range ins {
 			args[i] = t
@@ -437,13 +444,18 @@ func (s *staged) runStage(st *stage, vals map[*ir.Node]any, stats *RunStats) err
 			// not given, updating a buffer): the stage gets its own
 			// executable, its parameters the store's variables.
 			s.unshare(st, plan, sig)
-			return s.runStage(st, vals, stats)
+			return s.runStage(st, vals, stats, tl)
 		}
 		if err != nil {
 			return s.stageError(st, err)
 		}
 		stats.Executed++
 		stats.ExecutedNodes[s.label(st)]++
+		if compiling {
+			s.stageSpan(tl, st, CatCompile, start, argShapes(args))
+		} else {
+			s.stageSpan(tl, st, CatExecute, start, "")
+		}
 		if !se.built {
 			Finalize(outs...)
 			return s.stageError(st, fmt.Errorf("internal error: the executable was not built"))
