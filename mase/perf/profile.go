@@ -1,0 +1,217 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/timeline"
+)
+
+// RecordingRunner is a runner that records its runs on a timeline
+// (execute.Eager, execute.Segmented, execute.Compiled).
+type RecordingRunner interface {
+	execute.Runner
+	SetRecorder(*timeline.Recorder)
+	Executables() int
+}
+
+// NodeCost is what one node computes and moves (see passes' cost
+// metadata): FLOPs as PyTorch's FlopCounterMode counts them, element-wise
+// FLOPs apart, bytes read and written.
+type NodeCost struct {
+	Flops, ElementwiseFlops, Bytes int64
+}
+
+// StageProfile is one stage of a profiled run: in eager mode a node (and
+// the views folded into it), in compiled mode a compiled segment or a
+// host kernel.
+type StageProfile struct {
+	Name             string   `json:"name"`  // the stage's first node
+	Op               string   `json:"op"`    // its op and target, e.g. "call_module Linear"
+	Nodes            []string `json:"nodes"` // every node the stage ran
+	Flops            int64    `json:"flops"`
+	ElementwiseFlops int64    `json:"elementwise_flops"`
+	Bytes            int64    `json:"bytes"`
+	Calls            int      `json:"calls"`  // over the timed runs
+	TimeS            float64  `json:"time_s"` // total over the timed runs
+	MeanS            float64  `json:"mean_s"` // per call
+	Share            float64  `json:"share"`  // of the timed runs' wall time
+	GFlopsPerS       float64  `json:"gflops_per_s"`
+	GBPerS           float64  `json:"gb_per_s"`
+}
+
+// CompileRecord is one executable built during the profile: the stage,
+// the input shapes that caused it and the seconds of its first call
+// (building, compiling and running it once).
+type CompileRecord struct {
+	Stage   string  `json:"stage"`
+	Shapes  string  `json:"shapes"`
+	Seconds float64 `json:"seconds"`
+}
+
+// RunProfile is a profile of one runner: the first run (which compiles)
+// and Runs timed runs after it.
+type RunProfile struct {
+	Mode             string          `json:"mode"`
+	Workload         string          `json:"workload"`
+	Flops            int64           `json:"flops"` // one forward
+	ElementwiseFlops int64           `json:"elementwise_flops"`
+	Bytes            int64           `json:"bytes"`
+	Runs             int             `json:"runs"`
+	FirstRunS        float64         `json:"first_run_s"`
+	WallS            float64         `json:"wall_s"` // mean of the timed runs
+	Stages           []StageProfile  `json:"nodes"`
+	Compiles         []CompileRecord `json:"compiles"`
+	Executables      int             `json:"executables"`
+	// LeafCoverage is the share of the timed runs' span that the leaf
+	// spans (executable calls, host kernels) cover: the rest is the
+	// runner's own work between calls.
+	LeafCoverage float64 `json:"leaf_coverage"`
+
+	rec       *timeline.Recorder
+	timedFrom time.Duration
+}
+
+// Profile runs r once (compiling what it needs) and then runs more times
+// on inputs, recording every span, and sums the spans by stage. cost
+// gives each node's cost (nil: none); graph holds the nodes r runs.
+func Profile(workload, mode string, r RecordingRunner, graph *ir.Graph, inputs map[string]*tensors.Tensor, runs int, cost func(*ir.Node) NodeCost) (*RunProfile, error) {
+	if runs < 1 || runs > 10000 {
+		return nil, fmt.Errorf("perf: %d timed runs (allowed: 1 to 10000)", runs)
+	}
+	rec := timeline.New()
+	r.SetRecorder(rec)
+	defer r.SetRecorder(nil)
+	p := &RunProfile{Mode: mode, Workload: workload, Runs: runs, rec: rec}
+	byName := map[string]*ir.Node{}
+	for _, n := range graph.Nodes() {
+		byName[n.Name] = n
+		if cost != nil {
+			c := cost(n)
+			p.Flops += c.Flops
+			p.ElementwiseFlops += c.ElementwiseFlops
+			p.Bytes += c.Bytes
+		}
+	}
+	run := func() (time.Duration, error) {
+		start := time.Now()
+		outs, err := r.Run(inputs)
+		if err != nil {
+			return 0, err
+		}
+		execute.Finalize(outs...)
+		return time.Since(start), nil
+	}
+	first, err := run()
+	if err != nil {
+		return nil, err
+	}
+	p.FirstRunS = first.Seconds()
+	p.timedFrom = rec.Now()
+	var total time.Duration
+	for range runs {
+		d, err := run()
+		if err != nil {
+			return nil, err
+		}
+		total += d
+	}
+	p.WallS = total.Seconds() / float64(runs)
+	p.Executables = r.Executables()
+
+	stages := map[string]*StageProfile{}
+	var order []string
+	var timed []timeline.Event
+	for _, e := range rec.Events() {
+		if e.Cat == execute.CatCompile {
+			p.Compiles = append(p.Compiles, CompileRecord{Stage: e.Name, Shapes: fmt.Sprint(e.Args["shapes"]), Seconds: e.Dur.Seconds()})
+		}
+		if e.Start < p.timedFrom {
+			continue
+		}
+		timed = append(timed, e)
+		if e.Cat != execute.CatExecute && e.Cat != execute.CatHost {
+			continue
+		}
+		sp := stages[e.Name]
+		if sp == nil {
+			sp = &StageProfile{Name: e.Name, Op: fmt.Sprint(e.Args["label"])}
+			if sp.Op == "<nil>" {
+				sp.Op = "compiled graph"
+			}
+			nodes, _ := e.Args["nodes"].([]string)
+			if nodes == nil { // the whole graph
+				for _, n := range graph.Nodes() {
+					nodes = append(nodes, n.Name)
+				}
+			}
+			sp.Nodes = nodes
+			for _, name := range nodes {
+				if n := byName[name]; n != nil && cost != nil {
+					c := cost(n)
+					sp.Flops += c.Flops
+					sp.ElementwiseFlops += c.ElementwiseFlops
+					sp.Bytes += c.Bytes
+				}
+			}
+			stages[e.Name] = sp
+			order = append(order, e.Name)
+		}
+		sp.Calls++
+		sp.TimeS += e.Dur.Seconds()
+	}
+	for _, name := range order {
+		sp := stages[name]
+		sp.MeanS = sp.TimeS / float64(sp.Calls)
+		if total > 0 {
+			sp.Share = sp.TimeS / total.Seconds()
+		}
+		if sp.MeanS > 0 {
+			sp.GFlopsPerS = float64(sp.Flops+sp.ElementwiseFlops) / sp.MeanS / 1e9
+			sp.GBPerS = float64(sp.Bytes) / sp.MeanS / 1e9
+		}
+		p.Stages = append(p.Stages, *sp)
+	}
+	sort.SliceStable(p.Stages, func(i, j int) bool { return p.Stages[i].TimeS > p.Stages[j].TimeS })
+	p.LeafCoverage = timeline.LeafCoverage(timed, execute.TrackRun)
+	return p, nil
+}
+
+// Recorder is the timeline the profile recorded (for WriteChromeTrace).
+func (p *RunProfile) Recorder() *timeline.Recorder { return p.rec }
+
+// Format writes the profile as text: the totals, the top stages by time
+// (node, op, calls, total and mean time, share, GFLOP/s, GB/s) and the
+// compiles.
+func (p *RunProfile) Format(w io.Writer, top int) {
+	fmt.Fprintf(w, "%s, %s mode: %d timed runs, %.3f ms a run (first run %.1f ms); %.3f GFLOP (+%.3f element-wise), %.1f MB moved; %d executables\n",
+		p.Workload, p.Mode, p.Runs, p.WallS*1e3, p.FirstRunS*1e3, float64(p.Flops)/1e9, float64(p.ElementwiseFlops)/1e9, float64(p.Bytes)/1e6, p.Executables)
+	fmt.Fprintf(w, "the executable calls and host kernels cover %.0f%% of the timed runs\n\n", 100*p.LeafCoverage)
+	fmt.Fprintf(w, "%-44s %-28s %6s %10s %10s %6s %9s %8s\n", "node", "op", "calls", "total ms", "mean µs", "share", "GFLOP/s", "GB/s")
+	for i, s := range p.Stages {
+		if top > 0 && i == top {
+			fmt.Fprintf(w, "… %d more\n", len(p.Stages)-top)
+			break
+		}
+		fmt.Fprintf(w, "%-44s %-28s %6d %10.3f %10.1f %5.1f%% %9.2f %8.2f\n", clip(s.Name, 44), clip(s.Op, 28), s.Calls, s.TimeS*1e3, s.MeanS*1e6, 100*s.Share, s.GFlopsPerS, s.GBPerS)
+	}
+	var secs float64
+	for _, c := range p.Compiles {
+		secs += c.Seconds
+	}
+	fmt.Fprintf(w, "\n%d compiles, %.2f s (first calls: build, compile and one run)\n", len(p.Compiles), secs)
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return strings.TrimSpace(s)
+}

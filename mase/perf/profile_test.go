@@ -1,0 +1,86 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/trace"
+)
+
+// TestProfileBertTiny profiles bert-tiny in both modes with a cost of one
+// FLOP and one byte a node: every node's cost lands in exactly one stage,
+// each stage ran once a timed run, the compiles are the executables, and
+// the trace is JSON.
+func TestProfileBertTiny(t *testing.T) {
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := trace.Trace(m, []string{"input_ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg := &ir.MaseGraph{Model: m, Graph: g}
+	ids := make([]int32, 2*16)
+	for i := range ids {
+		ids[i] = int32(1000 + i)
+	}
+	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 2, 16)}
+	unit := func(*ir.Node) NodeCost { return NodeCost{Flops: 1, Bytes: 1} }
+	nodes := int64(len(g.Nodes()))
+	for _, mode := range []string{Eager, Compiled} {
+		var r RecordingRunner
+		if mode == Eager {
+			r, err = execute.NewEager(mg, execute.Mode{})
+		} else {
+			r, err = execute.Compile(mg, execute.Mode{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Profile("bert-tiny b2×16", mode, r, g, in, 3, unit)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Flops != nodes || p.Bytes != nodes {
+			t.Errorf("%s: %d FLOPs, %d bytes, want %d each", mode, p.Flops, p.Bytes, nodes)
+		}
+		var calls int
+		var staged int64
+		for _, s := range p.Stages {
+			if s.Calls != 3 && mode == Compiled {
+				t.Errorf("%s: stage %s ran %d times in 3 runs", mode, s.Name, s.Calls)
+			}
+			calls += s.Calls
+			staged += s.Flops
+		}
+		if len(p.Compiles) != p.Executables || p.Executables == 0 {
+			t.Errorf("%s: %d compiles recorded, %d executables", mode, len(p.Compiles), p.Executables)
+		}
+		if mode == Compiled && (len(p.Stages) != 1 || staged != nodes) {
+			t.Errorf("compiled: stages %+v: want the whole graph as one", p.Stages)
+		}
+		if mode == Eager && (staged > nodes || len(p.Stages) < 20) {
+			t.Errorf("eager: %d stages hold %d node costs of %d", len(p.Stages), staged, nodes)
+		}
+		if p.LeafCoverage <= 0 || p.LeafCoverage > 1 {
+			t.Errorf("%s: leaf coverage %v", mode, p.LeafCoverage)
+		}
+		var text, trace bytes.Buffer
+		p.Format(&text, 5)
+		if !strings.Contains(text.String(), mode+" mode: 3 timed runs") {
+			t.Errorf("%s: text:\n%s", mode, text.String())
+		}
+		if err := p.Recorder().WriteChromeTrace(&trace, "gomase"); err != nil || !json.Valid(trace.Bytes()) {
+			t.Errorf("%s: trace: %v", mode, err)
+		}
+	}
+}
