@@ -112,6 +112,12 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"quant", "--format", "integer", "--width", "8", "--frac-width", "4", "NaN"}, "not finite"},
 		{[]string{"quant", "--format", "nosuch", "1"}, "nosuch"},
 		{[]string{"tokenize", "--max-len", "1", "hello"}, "--max-len"},
+		{[]string{"profile", "--mode", "lazy"}, `--mode "lazy": allowed are eager and compiled`},
+		{[]string{"profile", "--batch", "0"}, "--batch must be 1..4096"},
+		{[]string{"profile", "--runs", "0"}, "--runs must be 1..10000"},
+		{[]string{"profile", "--model", "gpt"}, `unknown --model "gpt"`},
+		{[]string{"profile", "--trace", f("notes.txt")}, "is not a trace mase profile wrote; refusing to overwrite it"},
+		{[]string{"profile", "--trace", d}, "not a regular file"},
 		{[]string{"tokenize", "--data-dir", f("novocab"), "hello"}, "vocab"},
 		// Benchmark sizes.
 		{[]string{"bench", "sdpa", "--shape", "100000,8,128,64"}, "more than the 8 GiB one computation may take"},

@@ -111,30 +111,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var m *nn.Model
-	var inputs map[string]*tensors.Tensor
-	switch *model {
-	case "bert-tiny":
-		if m, err = models.NewBertTiny(*seed); err != nil {
-			return err
-		}
-		rng := rand.New(rand.NewPCG(*seed, 7))
-		ids := make([]int32, *batch**seq)
-		for i := range ids {
-			ids[i] = int32(1000 + rng.IntN(29000))
-		}
-		inputs = map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, *batch, *seq)}
-	case "resnet18":
-		if m, err = models.NewResNet18(1000, *seed); err != nil {
-			return err
-		}
-		inputs = map[string]*tensors.Tensor{"x": models.RandomImages(*seed, *batch, *image, *image)}
-	default:
-		return fmt.Errorf("unknown --model %q (allowed: bert-tiny, resnet18)", *model)
-	}
-	var traced []string
-	if *model == "bert-tiny" {
-		traced = []string{"input_ids"}
+	m, inputs, traced, err := benchModel(*model, *batch, *seq, *image, *seed)
+	if err != nil {
+		return err
 	}
 	if *packGroup != 0 {
 		mg, err := mase.NewMaseGraph(m, traced)
@@ -205,4 +184,30 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, c.Format())
 	return nil
+}
+
+// benchModel builds a benchmark's model with random weights from seed and
+// random inputs: bert-tiny on token ids [batch, seq] (traced with
+// input_ids only), or resnet18 on images [batch, 3, image, image].
+func benchModel(model string, batch, seq, image int, seed uint64) (*nn.Model, map[string]*tensors.Tensor, []string, error) {
+	switch model {
+	case "bert-tiny":
+		m, err := models.NewBertTiny(seed)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		ids := make([]int32, batch*seq)
+		for i := range ids {
+			ids[i] = int32(1000 + rng.IntN(29000))
+		}
+		return m, map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}, []string{"input_ids"}, nil
+	case "resnet18":
+		m, err := models.NewResNet18(1000, seed)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return m, map[string]*tensors.Tensor{"x": models.RandomImages(seed, batch, image, image)}, nil, nil
+	}
+	return nil, nil, nil, fmt.Errorf("unknown --model %q (allowed: bert-tiny, resnet18)", model)
 }

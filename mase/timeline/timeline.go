@@ -151,8 +151,11 @@ func (r *Recorder) WriteChromeTrace(w io.Writer, process string) error {
 		dur := micros(e.Dur)
 		out = append(out, chromeEvent{Name: e.Name, Cat: e.Cat, Ph: "X", Ts: micros(e.Start), Dur: &dur, Pid: 1, Tid: tid[e.Track], Args: e.Args})
 	}
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(map[string]any{"traceEvents": out, "displayTimeUnit": "ms"}); err != nil {
+	doc := struct {
+		TraceEvents     []chromeEvent `json:"traceEvents"` // first: a reader can tell a trace by its start
+		DisplayTimeUnit string        `json:"displayTimeUnit"`
+	}{out, "ms"}
+	if err := json.NewEncoder(w).Encode(doc); err != nil {
 		return fmt.Errorf("timeline: writing the trace: %w", err)
 	}
 	return nil

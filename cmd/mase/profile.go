@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/perf"
+	"github.com/gomase/gomase/mase/trace"
+)
+
+const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--top N] [--json]"
+
+func init() {
+	register(command{
+		name:  "profile",
+		usage: profileUsage,
+		short: "profile one model's forward in eager or compiled mode: a timeline of every executable call, host kernel and compile (Chrome trace JSON for Perfetto), and the top nodes by time with their FLOPs and bytes",
+		run:   runProfile,
+		heavy: true,
+	})
+}
+
+// traceHeader starts every trace file profile writes; an existing --trace
+// file that does not start with it is not overwritten.
+var traceHeader = []byte(`{"traceEvents":`)
+
+func runProfile(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "bert-tiny", "model: bert-tiny or resnet18 (ImageNet shape, 1000 classes)")
+	mode := fs.String("mode", perf.Eager, "execution mode: eager (a node at a time) or compiled (the whole graph, host kernels apart)")
+	batch := fs.Int("batch", 8, "batch size")
+	seq := fs.Int("seq", 128, "sequence length (bert-tiny)")
+	image := fs.Int("image", 224, "image height and width (resnet18)")
+	runs := fs.Int("runs", 10, "timed runs after the first (which compiles)")
+	top := fs.Int("top", 15, "nodes in the table (0: all)")
+	traceOut := fs.String("trace", "", "write the timeline as Chrome trace JSON to this file (open it in https://ui.perfetto.dev or chrome://tracing)")
+	asJSON := fs.Bool("json", false, "print the profile as JSON")
+	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
+	be := backendFlag(fs)
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
+	}
+	if *mode != perf.Eager && *mode != perf.Compiled {
+		return fmt.Errorf("--mode %q: allowed are eager and compiled", *mode)
+	}
+	if *batch < 1 || *batch > 4096 || *seq < 1 || *seq > 512 || *image < 32 || *image > 1024 {
+		return fmt.Errorf("--batch must be 1..4096, --seq 1..512 and --image 32..1024 (got %d, %d, %d)", *batch, *seq, *image)
+	}
+	if *runs < 1 || *runs > 10000 || *top < 0 {
+		return fmt.Errorf("--runs must be 1..10000 and --top ≥ 0 (got %d, %d)", *runs, *top)
+	}
+	if *traceOut != "" {
+		if err := checkTraceTarget(*traceOut); err != nil {
+			return err
+		}
+	}
+	onBackend, err := benchBackend(be)
+	if err != nil {
+		return err
+	}
+	m, inputs, traced, err := benchModel(*model, *batch, *seq, *image, *seed)
+	if err != nil {
+		return err
+	}
+	for _, t := range inputs {
+		defer t.FinalizeAll()
+	}
+	g, err := trace.Trace(m, traced)
+	if err != nil {
+		return err
+	}
+	mg := &ir.MaseGraph{Model: m, Graph: g}
+	cost, err := profileCosts(mg)
+	if err != nil {
+		return err
+	}
+	var r perf.RecordingRunner
+	if *mode == perf.Eager {
+		r, err = execute.NewEagerOn(onBackend, mg, execute.Mode{})
+	} else {
+		r, err = execute.CompileOn(onBackend, mg, execute.Mode{}, false)
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, backend %s", *model, *batch, *seq, *be)
+	if *model == "resnet18" {
+		workload = fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d, backend %s", *batch, *image, *image, *be)
+	}
+	p, err := perf.Profile(workload, *mode, r, g, inputs, *runs, cost)
+	if err != nil {
+		return err
+	}
+	if *traceOut != "" {
+		var buf bytes.Buffer
+		if err := p.Recorder().WriteChromeTrace(&buf, "gomase "+*mode+": "+workload); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(atomicfile.File{Path: *traceOut, Data: buf.Bytes()}); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote the timeline to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", *traceOut)
+	}
+	if *asJSON {
+		return writeJSON(stdout, p)
+	}
+	p.Format(stdout, *top)
+	return nil
+}
+
+// checkTraceTarget refuses a --trace path that is a folder, or an existing
+// file that is not a trace this command wrote (it would be lost).
+func checkTraceTarget(path string) error {
+	info, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--trace %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("--trace %s: not a regular file (allowed: a new file, or a trace mase profile wrote)", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--trace %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(traceHeader))
+	if n, _ := io.ReadFull(f, head); n < len(head) || !bytes.Equal(head, traceHeader) {
+		return fmt.Errorf("--trace %s: the file exists and is not a trace mase profile wrote; refusing to overwrite it (allowed: a new file, or an earlier trace)", path)
+	}
+	return nil
+}
+
+// profileCosts is each node's cost for the profile: none yet.
+func profileCosts(*ir.MaseGraph) (func(*ir.Node) perf.NodeCost, error) { return nil, nil }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestProfileWritesATrace: `mase profile` prints JSON with the nodes and
+// compiles, writes a Chrome trace, and overwrites its own trace on a
+// second run.
+func TestProfileWritesATrace(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bert.json")
+	for round := 0; round < 2; round++ {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"profile", "--model", "bert-tiny", "--batch", "2", "--seq", "16", "--runs", "2", "--trace", out, "--json"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("round %d: exit %d: %s", round, code, stderr.String())
+		}
+		var p struct {
+			Mode     string           `json:"mode"`
+			Nodes    []map[string]any `json:"nodes"`
+			Compiles []map[string]any `json:"compiles"`
+			WallS    float64          `json:"wall_s"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, stdout.String())
+		}
+		if p.Mode != "eager" || len(p.Nodes) < 20 || len(p.Compiles) == 0 || p.WallS <= 0 {
+			t.Errorf("round %d: mode %q, %d nodes, %d compiles, wall %v", round, p.Mode, len(p.Nodes), len(p.Compiles), p.WallS)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil || !json.Valid(b) || !bytes.HasPrefix(b, traceHeader) {
+			t.Fatalf("round %d: the trace: %v, %.80s", round, err, b)
+		}
+	}
+}
