@@ -6,7 +6,7 @@
 //	search_space = {...}                 nas.Tutorial5Space()
 //	construct_model(trial)               Space.Build(trial, seed)
 //	objective(trial)                     (&nas.Objective{...}).Run
-//	GridSampler(search_space)            search.NewGridSampler(space.Grid(nil), seed)
+//	GridSampler(search_space)            search.NewGridSampler(space.Grid(space.LinearChoices), seed)
 //	CompressionPipeline()(mg, pass_args) passes.CompressionPipeline().Run(mg, args)
 //	study.best_trial.user_attrs["model"] Objective.BestPath (the best model's checkpoint)
 //
@@ -275,10 +275,15 @@ func (s Space) Size() (architectures int, withLayerChoices *big.Int) {
 // Grid returns the full grid for search.NewGridSampler: every index of
 // the four architecture parameters, and for every square Linear name any
 // architecture can suggest, the given layer choices (nil: KeepLinear
-// only). With both choices the grid of Tutorial5Space is far too large to
-// enumerate (up to 49 binary choices per architecture), so the default
-// grid covers the 300 architectures with every Linear kept; a grid over
-// fewer architectures can offer both choices.
+// only, the architectures alone). Given the space's LinearChoices it is
+// the whole space, the one Random and TPE sample: for Tutorial5Space 300
+// index combinations × 2^49 layer choices (49 square Linear names: 8
+// layers × 6 + the pooler), about 1.7·10^17 points, which the
+// GridSampler visits in random order without repeats. A trial suggests
+// only the names of its own architecture, so the grid points that differ
+// in the other names build the same model; every architecture has equally
+// many points, so a grid walk draws architectures and layer choices as
+// uniformly as the RandomSampler does.
 func (s Space) Grid(layerChoices []string) (map[string][]any, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -23,7 +24,11 @@ const (
 // the seed, like Optuna's GridSampler: each trial takes a point that no
 // finished, running or waiting trial of the study has taken, so a resumed
 // study (or other workers sharing the storage) goes on with the points left,
-// and a point whose trial crashed is tried again. The point is chosen under
+// and a point whose trial crashed is tried again. A grid may be far larger
+// than any study can walk (up to math.MaxInt points, e.g. a NAS space with
+// a layer choice per Linear): picking a point costs the same whatever its
+// size, and visiting it in random order is then sampling at random without
+// repeating a point. The point is chosen under
 // the storage's lock as the trial starts, so two workers never take the same
 // one; a worker that finds every point left taken by running trials waits
 // for them. Optimize stops once every point has been evaluated.
@@ -63,8 +68,8 @@ func NewGridSampler(grid map[string][]any, seed int64) (*GridSampler, error) {
 		b, _ := json.Marshal(enc)
 		fmt.Fprintf(h, "%q=%s;", name, b)
 		g.values = append(g.values, slices.Clone(vals))
-		if g.total > (1<<31)/len(vals) {
-			return nil, fmt.Errorf("search: NewGridSampler: the grid has more than 2^31 points; use a smaller grid or another sampler")
+		if g.total > math.MaxInt/len(vals) {
+			return nil, fmt.Errorf("search: NewGridSampler: the grid has more than %d points (math.MaxInt); use a smaller grid or another sampler", math.MaxInt)
 		}
 		g.total *= len(vals)
 	}
@@ -125,12 +130,19 @@ func (g *GridSampler) points(ts []FrozenTrial) (visited, taken map[int]bool) {
 
 func (g *GridSampler) finite() {}
 
+// listLimit is the largest grid whose free points startAttrs lists to draw
+// one; a larger grid draws point ids until a free one comes up (each draw
+// is free with probability above 1/2), so a grid of 10^17 points costs no
+// more per trial than one of 10^3.
+const listLimit = 1 << 20
+
 // startAttrs gives a new trial a point that no trial has visited or taken,
-// at random. It runs under the storage's lock, so two workers cannot take
-// one point. When every point left is taken by a running trial it returns
-// errWait (that trial may fail and free it), and ErrStudyStopped when every
-// point has been visited. A waiting trial that has a point already (a
-// retry) or fixed parameters (EnqueueTrial) keeps them, as in Optuna.
+// at random (uniformly among the free points). It runs under the storage's
+// lock, so two workers cannot take one point. When every point left is
+// taken by a running trial it returns errWait (that trial may fail and free
+// it), and ErrStudyStopped when every point has been visited. A waiting
+// trial that has a point already (a retry) or fixed parameters
+// (EnqueueTrial) keeps them, as in Optuna.
 func (g *GridSampler) startAttrs(_ *Study, ts []FrozenTrial, waiting *FrozenTrial) (map[string]string, error) {
 	if waiting != nil {
 		if _, ok := waiting.SystemAttrs[gridIDAttr]; ok {
@@ -141,6 +153,13 @@ func (g *GridSampler) startAttrs(_ *Study, ts []FrozenTrial, waiting *FrozenTria
 		}
 	}
 	visited, taken := g.points(ts)
+	if used := len(visited) + len(taken); g.total > listLimit && used < g.total/2 {
+		for {
+			if id := g.rng.IntN(g.total); !visited[id] && !taken[id] {
+				return map[string]string{gridFingerprintAttr: g.fp, gridIDAttr: strconv.Itoa(id)}, nil
+			}
+		}
+	}
 	var free []int
 	for id := range g.total {
 		if !visited[id] && !taken[id] {

@@ -194,3 +194,65 @@ func TestGridResume(t *testing.T) {
 		}
 	}
 }
+
+// TestGridHuge: a grid of 2^60 points (60 binary choices) is accepted, and
+// its trials take distinct points without listing them; the same seed gives
+// the same points.
+func TestGridHuge(t *testing.T) {
+	grid := map[string][]any{}
+	for i := range 60 {
+		grid[fmt.Sprintf("x%02d", i)] = []any{"a", "b"}
+	}
+	objective := func(tr *Trial) (float64, error) {
+		v := 0.0
+		for i := range 60 {
+			c, err := tr.SuggestCategorical(fmt.Sprintf("x%02d", i), []any{"a", "b"})
+			if err != nil {
+				return 0, err
+			}
+			if c == "b" {
+				v++
+			}
+		}
+		return v, nil
+	}
+	run := func() []string {
+		g, err := NewGridSampler(grid, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Len() != 1<<60 {
+			t.Fatalf("Len = %d, want 2^60", g.Len())
+		}
+		s := newTestStudy(t, Config{Sampler: g})
+		if err := s.Optimize(context.Background(), objective, 20, 0); err != nil {
+			t.Fatal(err)
+		}
+		ts, _ := s.Trials()
+		var ids []string
+		seen := map[string]bool{}
+		for _, tr := range ts {
+			if tr.State != Complete {
+				t.Fatalf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
+			}
+			id := tr.SystemAttrs[gridIDAttr]
+			if seen[id] {
+				t.Fatalf("grid point %s visited twice", id)
+			}
+			seen[id] = true
+			ids = append(ids, id)
+		}
+		if len(ids) != 20 {
+			t.Fatalf("%d trials, want 20", len(ids))
+		}
+		return ids
+	}
+	if a, b := run(), run(); !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different points:\n%v\n%v", a, b)
+	}
+	// Over math.MaxInt points: refused.
+	grid["y"] = []any{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	if _, err := NewGridSampler(grid, 0); err == nil || !strings.Contains(err.Error(), "math.MaxInt") {
+		t.Errorf("a grid of 9·2^60 points: %v", err)
+	}
+}
