@@ -215,3 +215,7 @@ func clip(s string, n int) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// TimedFrom is when the timed runs began on the recorder's clock: the
+// spans before it are the first run's (compiles).
+func (p *RunProfile) TimedFrom() time.Duration { return p.timedFrom }

@@ -52,6 +52,9 @@ type Chart struct {
 	// steps, bit widths), at a step of 1, 2, 5, 10, 20, … units. A chart
 	// whose x values are all whole numbers gets such an axis without it.
 	IntegerX bool
+	// LogLog draws both axes on a log₁₀ scale (a roofline); every value
+	// must then be positive.
+	LogLog bool
 }
 
 // palette holds readable, distinct line colours.
@@ -183,11 +186,24 @@ func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 			p.Legend.Add(s.Name, thumbs...)
 		}
 	}
-	intX := c.integerX()
+	if c.LogLog {
+		for _, s := range c.Series {
+			for j := range s.X {
+				if !(s.X[j] > 0) || !(s.Y[j] > 0) {
+					return nil, 0, 0, fmt.Errorf("plot: series %q has the point (%v, %v): a log-log chart takes positive values only", s.Name, s.X[j], s.Y[j])
+				}
+			}
+		}
+		p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}, gplot.LogTicks{Prec: -1}
+		p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
+		p.Y.Min, p.Y.Max = p.Y.Min/1.5, p.Y.Max*1.5
+	}
+	intX := c.integerX() && !c.LogLog
 	if intX {
 		p.X.Tick.Marker = integerTicks{}
 	}
-	if p.X.Min <= p.X.Max { // the chart has data
+	if p.X.Min <= p.X.Max && !c.LogLog { // the chart has data
 		// Lines run from edge to edge; markers keep off the edges.
 		xpad := 0.0
 		if markers {

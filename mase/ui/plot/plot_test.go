@@ -420,3 +420,18 @@ func TestChartRange(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLogChart(t *testing.T) {
+	c := Chart{Title: "roofline", LogLog: true, Series: []Series{
+		{Name: "roof", X: []float64{0.01, 10, 1000}, Y: []float64{0.1, 100, 100}},
+		{Name: "nodes", X: []float64{0.5, 40}, Y: []float64{1, 60}, Scatter: true},
+	}}
+	svg, err := LineSVG(c)
+	if err != nil || len(svg) == 0 {
+		t.Fatalf("log-log chart: %v", err)
+	}
+	c.Series[1].Y[0] = 0
+	if _, err := LineSVG(c); err == nil || !strings.Contains(err.Error(), "positive values only") {
+		t.Errorf("a zero on a log axis: %v", err)
+	}
+}
