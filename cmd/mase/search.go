@@ -364,7 +364,7 @@ func addNASFlags(fs *flag.FlagSet) *nasFlags {
 		numHeads:     fs.String("num-heads", join(s.NumHeads), "nas: attention head counts (--quick: 2,4)"),
 		hidden:       fs.String("hidden-sizes", join(s.HiddenSize), "nas: hidden sizes (--quick: 64,128)"),
 		intermediate: fs.String("intermediate-sizes", join(s.IntermediateSize), "nas: intermediate sizes (--quick: 128,256)"),
-		gridChoices:  fs.String("grid-layer-choices", nas.KeepLinear, "nas, grid sampler: the choices the grid gives every square Linear (linear or linear,identity)"),
+		gridChoices:  fs.String("grid-layer-choices", nas.KeepLinear+","+nas.Identity, "nas, grid sampler: the choices the grid gives every square Linear (linear,identity: the space random and tpe search; linear: every Linear kept)"),
 		best:         fs.String("best", "", "nas: export the best trial's model to this checkpoint base path"),
 		likeMASE:     fs.Bool("like-mase", false, "nas: reproduce MASE's tutorial, where num_layers and num_heads do not change the model"),
 		compress:     fs.Bool("compress", false, "nas: Task 2's compression-aware objective: after training, quantize (integer 8/4) and prune (l1-norm 0.5) every Linear, return the accuracy after compression"),
