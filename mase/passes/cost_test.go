@@ -267,3 +267,66 @@ func TestParseCostArgs(t *testing.T) {
 		t.Error("unknown key accepted")
 	}
 }
+
+// TestCostLinearVariants: quantised, MXINT8-packed and LoRA Linears are
+// costed as the Linear they declare themselves to be: the same matmul
+// FLOPs (LoRA adds its adapter's two matmuls), their quantisers and
+// dequantisers as element-wise work, a packed layer's words as the bytes
+// it reads.
+func TestCostLinearVariants(t *testing.T) {
+	cost := func(mg *mase.MaseGraph) *passes.CostSummary {
+		t.Helper()
+		return withCosts(t, withMetadata(t, mg, inputIDs()), passes.CostArgs{})
+	}
+	base := cost(bertTiny(t))
+	query := "bert.encoder.layer.0.attention.self.query"
+	baseQ, _ := base.Module(query)
+
+	mg := bertTiny(t)
+	args, _ := passes.ParseQuantizeArgs(t3Config(8, 4))
+	if _, _, err := passes.QuantizeTransform(mg, args); err != nil {
+		t.Fatal(err)
+	}
+	q := cost(mg)
+	qQ, _ := q.Module(query)
+	// integer quantises data_in [2,12,128], the weight [128,128] and the bias [128].
+	if q.Total.FLOPs != base.Total.FLOPs || qQ.ElementwiseFLOPs != baseQ.ElementwiseFLOPs+2*12*128+128*128+128 {
+		t.Errorf("quantised: %+v (query %+v), base %+v (query %+v)", q.Total, qQ, base.Total, baseQ)
+	}
+
+	mg, _, err := passes.PackLinears(bertTiny(t), passes.PackOptions{GroupSize: 32, Embeddings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cost(mg)
+	pQ, _ := p.Module(query)
+	emb, _ := p.Module("bert.embeddings.word_embeddings")
+	if p.Total.FLOPs != base.Total.FLOPs || pQ.ElementwiseFLOPs != baseQ.ElementwiseFLOPs+128*128+128 ||
+		pQ.BytesRead >= baseQ.BytesRead || emb.FLOPs != 0 || emb.BytesRead == 0 {
+		t.Errorf("packed: %+v (query %+v, embeddings %+v), base %+v (query %+v)", p.Total, pQ, emb, base.Total, baseQ)
+	}
+
+	const rank = 6
+	var extra int64 // the adapters' matmuls, from the base graph's Linear shapes
+	baseMG := bertTiny(t)
+	withMetadata(t, baseMG, inputIDs())
+	for _, n := range baseMG.Graph.Nodes() {
+		if n.Op != ir.CallModule || n.Meta.Common.MaseOp != "linear" {
+			continue
+		}
+		in, out := n.Meta.Common.Args.Get("data_in_0").Shape, n.Meta.Common.Results.Get("data_out_0").Shape
+		rows := int64(1)
+		for _, d := range out[:len(out)-1] {
+			rows *= int64(d)
+		}
+		extra += 2*rows*int64(in[len(in)-1])*rank + 2*rows*rank*int64(out[len(out)-1])
+	}
+	mg = bertTiny(t)
+	if _, _, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: rank, Alpha: 1, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	l := cost(mg)
+	if l.Total.FLOPs != base.Total.FLOPs+extra {
+		t.Errorf("LoRA rank %d: %d FLOPs, want %d + %d", rank, l.Total.FLOPs, base.Total.FLOPs, extra)
+	}
+}
