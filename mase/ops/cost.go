@@ -224,7 +224,9 @@ type NodeCost struct {
 	Cost
 	// Class is the node's effective class: compute, view or no_op
 	// (ClassEvalNoOp resolved for the mode). Placeholders, get_attr and
-	// output nodes run nothing and are no_op.
+	// output nodes run nothing and are no_op, and so is a compute node
+	// whose cost function finds nothing computed or moved (to() to the
+	// tensor's own dtype, arithmetic on shape values).
 	Class Class
 	// Unknown is set when the node's table entry has no cost function (an
 	// operator added with Register without one): FLOPs are 0 and bytes are
@@ -283,6 +285,11 @@ func NodeCostOf(mg *ir.MaseGraph, n *ir.Node, training bool) (NodeCost, error) {
 	c, err := entry.Cost(in)
 	if err != nil {
 		return NodeCost{}, err
+	}
+	if c == (Cost{}) {
+		// Nothing computed or moved: to() to the tensor's own dtype,
+		// arithmetic on shape values.
+		class = ClassNoOp
 	}
 	return NodeCost{Cost: c, Class: class}, nil
 }
