@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/ops"
 )
 
 // Runner runs a MaseGraph on inputs by name; Compiled, Eager and
@@ -37,8 +38,8 @@ var (
 //     else reads the producer). They are the tensor methods view, reshape,
 //     permute, transpose, unsqueeze, flatten, contiguous and size, and the
 //     functions getitem (a tuple's element, or a tensor indexed by ints
-//     and slices: a view in PyTorch), flatten, unsqueeze and transpose
-//     (see ViewLike). A view-like node whose inputs are all placeholders
+//     and slices: a view in PyTorch), flatten, unsqueeze and transpose:
+//     the entries ops' table marks ops.ClassView (see ViewLike). A view-like node whose inputs are all placeholders
 //     or whose latest input comes from a host node stays its own stage, so
 //     host kernels always get plain tensors; views of views fold in turn.
 //     A reshape that PyTorch would have to copy (after a permute) folds
@@ -77,23 +78,15 @@ type Eager struct{ *staged }
 
 // ViewLike reports whether Eager folds a node of kind op calling target
 // into the stage of its producer: a call_method or call_function whose
-// target is a view in PyTorch (no kernel of its own). The targets are
-// listed on Eager.
+// table entry is a view (ops.ClassView: no kernel in PyTorch). The
+// targets are listed on Eager.
 func ViewLike(op ir.OpKind, target string) bool {
-	switch op {
-	case ir.CallMethod:
-		return viewMethods[target]
-	case ir.CallFunction:
-		return viewFunctions[target]
+	if op != ir.CallMethod && op != ir.CallFunction {
+		return false
 	}
-	return false
+	e, ok := ops.Lookup(op, target)
+	return ok && e.Class == ops.ClassView
 }
-
-var (
-	viewMethods = map[string]bool{"view": true, "reshape": true, "permute": true, "transpose": true,
-		"unsqueeze": true, "flatten": true, "contiguous": true, "size": true}
-	viewFunctions = map[string]bool{"getitem": true, "flatten": true, "unsqueeze": true, "transpose": true}
-)
 
 // NewEager prepares mg for eager execution with its model's parameters
 // on the default backend.

@@ -2,13 +2,16 @@
 // call_method and call_module target it knows, MASE's name for the
 // operator (mase_type, mase_op), how it lowers to GoMLX operations, or the
 // host kernel that runs it on materialised tensors between compiled
-// segments (a graph break).
+// segments (a graph break), whether it is a view or a no-op (Class), and
+// what a node of it costs in FLOPs and bytes (Cost; see cost.go).
 //
 // The tracer checks the targets it records against the table, execute
 // lowers call_function and call_method nodes with it, passes infers
 // operators with it (Infer), and compiled mode's rewrites insert its host
-// kernels. The built-in entries are listed in this package; Register adds
-// one (a user's function or host kernel) explicitly.
+// kernels, eager mode folds the views it marks, and passes.AddCostMetadata
+// costs each node with it (NodeCostOf). The built-in entries are listed in
+// this package; Register adds one (a user's function or host kernel)
+// explicitly.
 package ops
 
 import (
@@ -55,6 +58,16 @@ type Op struct {
 	// Host runs a function on the host instead of lowering it (set for
 	// host kernels only, never together with Lower).
 	Host HostKernel
+	// Class marks views (a reshape, permute, slice or shape query: no
+	// kernel in PyTorch) and no-ops (Identity; dropout in eval mode,
+	// ClassEvalNoOp): they cost nothing, and eager mode folds the views
+	// of functions and methods into their producer's stage
+	// (execute.ViewLike). The zero value is ClassCompute.
+	Class Class
+	// Cost computes a node's FLOPs and bytes from its common metadata
+	// (see Cost and NodeCostOf). Every built-in entry has one; without
+	// it a node is counted as its bytes moved and no FLOPs.
+	Cost CostFunc
 }
 
 type key struct {
@@ -78,7 +91,8 @@ var (
 
 // builtinOps lists the built-in entries: torch functions and tensor
 // methods with their lowering, gomase's host kernels, and the module
-// classes of MASE's operator inference.
+// classes of MASE's operator inference, each with its class and cost
+// (cost.go).
 func builtinOps() []Op {
 	var out []Op
 	for target, lower := range torchFunctions() {
@@ -91,7 +105,7 @@ func builtinOps() []Op {
 	for class, name := range moduleOps {
 		out = append(out, Op{Kind: ir.CallModule, Target: class, MaseType: name[0], MaseOp: name[1]})
 	}
-	return out
+	return withCosts(out)
 }
 
 // Register adds op to the table. The target must be new for its kind; a
@@ -117,10 +131,13 @@ func add(op Op) error {
 		}
 	case ir.CallModule:
 		if op.Lower != nil || op.Host != nil || op.MaseType == "" || op.MaseOp == "" {
-			return fmt.Errorf("ops.Register: module class %q takes MaseType and MaseOp only (modules lower through their Forward)", op.Target)
+			return fmt.Errorf("ops.Register: module class %q takes MaseType and MaseOp only, with its Class and Cost (modules lower through their Forward)", op.Target)
 		}
 	default:
 		return fmt.Errorf("ops.Register: %q has kind %q (allowed: %s, %s, %s)", op.Target, op.Kind, ir.CallFunction, ir.CallMethod, ir.CallModule)
+	}
+	if op.Class > ClassEvalNoOp {
+		return fmt.Errorf("ops.Register: %q has class %s (allowed: %s, %s, %s, %s)", op.Target, op.Class, ClassCompute, ClassView, ClassNoOp, ClassEvalNoOp)
 	}
 	if (op.MaseType == "") != (op.MaseOp == "") {
 		return fmt.Errorf("ops.Register: %q: give both MaseType and MaseOp, or neither", op.Target)

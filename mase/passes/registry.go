@@ -19,6 +19,8 @@ const (
 	InsertLoRAPass          = "insert_lora_adapter_transform_pass"
 	FuseLoRAPass            = "fuse_lora_weights_transform_pass"
 	BakePruneMasksPass      = "bake_prune_masks_transform_pass"
+	// AddCostMetadataPass is AddCostMetadata.
+	AddCostMetadataPass = "add_cost_metadata_analysis_pass"
 )
 
 // All lists this package's passes as Pass values: the CLI's --pass, the
@@ -36,6 +38,8 @@ func All() []Pass {
 		WithArgs(InsertLoRAPass, "put a trainable LoRA adapter beside every Linear", InsertLoRA, nil, nil),
 		NoArgs(FuseLoRAPass, "fold LoRA adapters back into plain Linears", FuseLoRA),
 		NoArgs(BakePruneMasksPass, "write pruning masks into the weights", BakePruneMasks),
+		WithArgs(AddCostMetadataPass, "record each node's FLOPs (FlopCounterMode's count; element-wise apart) and bytes, per module and in total", AddCostMetadata, ParseCostArgs,
+			func(*ir.MaseGraph) (CostArgs, error) { return CostArgs{}, nil }),
 	}
 }
 

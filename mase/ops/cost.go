@@ -1,0 +1,920 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute/dtypes"
+
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/quant"
+)
+
+// Costs: what one node of the table computes and moves, worked out from the
+// shapes and dtypes in its common metadata (passes.AddCommonMetadata) and
+// its constant arguments.
+//
+// Two FLOP counts are kept apart:
+//
+//   - FLOPs counts as PyTorch's torch.utils.flop_counter.FlopCounterMode
+//     does: only matmul-like operators (mm, bmm, addmm, linear, matmul with
+//     batch dimensions, convolutions, scaled_dot_product_attention), a
+//     multiply-add being 2 FLOPs. A bias add is not counted (addmm counts as
+//     its mm), nor is anything else.
+//   - ElementwiseFLOPs counts the rest: element-wise arithmetic,
+//     activations, softmax, normalisations, pooling, quantisation. Each
+//     entry states its convention; an elementary scalar operation (add,
+//     multiply, compare, exp, erf, tanh, sqrt) is 1.
+//
+// Bytes read are the bytes of every tensor the node reads (its tensor
+// arguments, and a module's parameters and buffers), bytes written those of
+// the tensors it returns, each at its dtype's size (bits/8). Views and
+// no-ops move nothing: 0 FLOPs and 0 bytes. Intermediates inside one op (an
+// attention's score matrix) are not counted: the op is taken as one kernel.
+
+// Class says what an entry does to memory.
+type Class uint8
+
+const (
+	// ClassCompute reads its inputs and writes new tensors (the default).
+	ClassCompute Class = iota
+	// ClassView returns a new view of its input: a reshape, permute,
+	// transpose, slice or shape query, which PyTorch runs with no kernel.
+	// Eager mode folds these into the stage of their producer
+	// (execute.ViewLike). It costs nothing.
+	ClassView
+	// ClassNoOp returns its input unchanged (Identity). It costs nothing.
+	ClassNoOp
+	// ClassEvalNoOp is a no-op in eval mode and computes in train mode
+	// (dropout).
+	ClassEvalNoOp
+)
+
+// String names the class: compute, view, no_op, eval_no_op.
+func (c Class) String() string {
+	switch c {
+	case ClassCompute:
+		return "compute"
+	case ClassView:
+		return "view"
+	case ClassNoOp:
+		return "no_op"
+	case ClassEvalNoOp:
+		return "eval_no_op"
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// In resolves a table class for a mode: ClassEvalNoOp is ClassNoOp in eval
+// mode and ClassCompute in train mode; other classes are themselves.
+func (c Class) In(training bool) Class {
+	if c != ClassEvalNoOp {
+		return c
+	}
+	if training {
+		return ClassCompute
+	}
+	return ClassNoOp
+}
+
+// Cost is what one node computes and moves.
+type Cost struct {
+	// FLOPs counts matmul-like work as FlopCounterMode does (a
+	// multiply-add is 2).
+	FLOPs int64 `json:"flops"`
+	// ElementwiseFLOPs counts everything else (element-wise ops,
+	// reductions, softmax, normalisation), by each entry's convention.
+	ElementwiseFLOPs int64 `json:"elementwise_flops"`
+	// BytesRead and BytesWritten are the tensors read and written.
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
+}
+
+// Bytes is BytesRead + BytesWritten.
+func (c Cost) Bytes() int64 { return c.BytesRead + c.BytesWritten }
+
+// Add returns c + d.
+func (c Cost) Add(d Cost) Cost {
+	return Cost{c.FLOPs + d.FLOPs, c.ElementwiseFLOPs + d.ElementwiseFLOPs, c.BytesRead + d.BytesRead, c.BytesWritten + d.BytesWritten}
+}
+
+// CostFunc computes the cost of one node of an entry.
+type CostFunc func(in CostInput) (Cost, error)
+
+// Operand is a tensor a node reads or writes, as its common metadata
+// records it.
+type Operand struct {
+	// Name is the metadata name: data_in_0, data_out_0, weight, ...
+	Name  string
+	Shape []int
+	// DType is the element type (float32, int32, ...).
+	DType string
+}
+
+// Elements is the number of elements.
+func (o Operand) Elements() int64 { return numel(o.Shape) }
+
+// Bytes is the tensor's size: Elements × the dtype's bits / 8, rounded up.
+func (o Operand) Bytes() int64 {
+	bits := dtypeBits(o.DType)
+	return (o.Elements()*int64(bits) + 7) / 8
+}
+
+// Last is the size of the last axis (1 for a scalar).
+func (o Operand) Last() int64 {
+	if len(o.Shape) == 0 {
+		return 1
+	}
+	return int64(o.Shape[len(o.Shape)-1])
+}
+
+// CostInput is what a cost function sees of a node.
+type CostInput struct {
+	// Node is the node (its target and constant arguments).
+	Node *ir.Node
+	// Module is the module a call_module node calls; nil otherwise.
+	Module nn.Module
+	// Args and Kwargs are the node's arguments with every node replaced
+	// by its value as the metadata records it: an *Operand for a tensor,
+	// the recorded constant otherwise (nil when not recorded).
+	Args   []any
+	Kwargs map[string]any
+	// Inputs are the tensors among Args and Kwargs, in order (positional
+	// arguments, then keywords sorted): the metadata's data_in_0, ...
+	Inputs []Operand
+	// Params are a module's parameters and buffers: weight, bias,
+	// running_mean, packed words, ...
+	Params []Operand
+	// Outputs are the tensors the node returns: data_out_0, ...
+	Outputs []Operand
+	// Training is the mode the graph runs in.
+	Training bool
+}
+
+// Arg returns positional argument i as a tensor, or nil when it is absent
+// or not a tensor.
+func (in CostInput) Arg(i int) *Operand {
+	if i < 0 || i >= len(in.Args) {
+		return nil
+	}
+	o, _ := in.Args[i].(*Operand)
+	return o
+}
+
+// Kwarg returns keyword k as a tensor, or nil.
+func (in CostInput) Kwarg(k string) *Operand {
+	o, _ := in.Kwargs[k].(*Operand)
+	return o
+}
+
+// Param returns the parameter or buffer name, or nil.
+func (in CostInput) Param(name string) *Operand {
+	for i := range in.Params {
+		if in.Params[i].Name == name {
+			return &in.Params[i]
+		}
+	}
+	return nil
+}
+
+// Out returns the first output, or an error naming the node.
+func (in CostInput) Out() (Operand, error) {
+	if len(in.Outputs) == 0 {
+		return Operand{}, fmt.Errorf("node %s: no tensor result in its common metadata (run AddCommonMetadata first)", in.name())
+	}
+	return in.Outputs[0], nil
+}
+
+// In returns tensor input i, or an error naming the node.
+func (in CostInput) In(i int) (Operand, error) {
+	if i >= len(in.Inputs) {
+		return Operand{}, fmt.Errorf("node %s: %d tensor inputs in its common metadata, want at least %d (run AddCommonMetadata first)", in.name(), len(in.Inputs), i+1)
+	}
+	return in.Inputs[i], nil
+}
+
+func (in CostInput) name() string {
+	if in.Node == nil {
+		return "?"
+	}
+	return in.Node.Name
+}
+
+// moved is the bytes part of a cost: every input, parameter and buffer
+// read, every output written.
+func (in CostInput) moved() Cost {
+	var c Cost
+	for _, o := range in.Inputs {
+		c.BytesRead += o.Bytes()
+	}
+	for _, o := range in.Params {
+		c.BytesRead += o.Bytes()
+	}
+	for _, o := range in.Outputs {
+		c.BytesWritten += o.Bytes()
+	}
+	return c
+}
+
+// NodeCost is one node's cost with its class.
+type NodeCost struct {
+	Cost
+	// Class is the node's effective class: compute, view or no_op
+	// (ClassEvalNoOp resolved for the mode). Placeholders, get_attr and
+	// output nodes run nothing and are no_op, and so is a compute node
+	// whose cost function finds nothing computed or moved (to() to the
+	// tensor's own dtype, arithmetic on shape values).
+	Class Class
+	// Unknown is set when the node's table entry has no cost function (an
+	// operator added with Register without one): FLOPs are 0 and bytes are
+	// its tensors read and written.
+	Unknown bool
+}
+
+// NodeCostOf computes the cost of node n of mg from its common metadata
+// (passes.AddCommonMetadata must have run) in the given mode. A
+// call_module node is costed by its class's entry; a module class outside
+// the table that declares its operator (OpTyper: quantised and packed
+// Linears, LoRALinear, QEmbeddingPacked) by the entry of the class with
+// that operator (linear → Linear, embedding → Embedding).
+func NodeCostOf(mg *ir.MaseGraph, n *ir.Node, training bool) (NodeCost, error) {
+	switch n.Op {
+	case ir.Placeholder, ir.GetAttr, ir.Output:
+		return NodeCost{Class: ClassNoOp}, nil
+	}
+	if n.Meta == nil {
+		return NodeCost{}, fmt.Errorf("node %s has no metadata: run InitMetadata and AddCommonMetadata first", n.Name)
+	}
+	var mod nn.Module
+	var entry Op
+	var ok bool
+	switch n.Op {
+	case ir.CallModule:
+		if mg == nil || mg.Model == nil {
+			return NodeCost{}, fmt.Errorf("node %s calls module %q: the graph has no model", n.Name, n.Target)
+		}
+		mod, ok = mg.Model.Module(n.Target)
+		if !ok {
+			return NodeCost{}, fmt.Errorf("node %s calls module %q, which the model does not have", n.Name, n.Target)
+		}
+		entry, ok = moduleEntry(mod)
+		if !ok {
+			return NodeCost{}, fmt.Errorf("node %s: module %s (class %s) has no cost: its class is not in the table (known: %s) and declares no operator the table has",
+				n.Name, n.Target, mod.TypeName(), strings.Join(Names(ir.CallModule, false), ", "))
+		}
+	default:
+		entry, ok = Lookup(n.Op, n.Target)
+		if !ok {
+			return NodeCost{}, Unknown(n.Op, n.Target)
+		}
+	}
+	class := entry.Class.In(training)
+	if class != ClassCompute {
+		return NodeCost{Class: class}, nil
+	}
+	in, err := costInput(mg, n, mod, training)
+	if err != nil {
+		return NodeCost{}, err
+	}
+	if entry.Cost == nil {
+		return NodeCost{Cost: in.moved(), Class: class, Unknown: true}, nil
+	}
+	c, err := entry.Cost(in)
+	if err != nil {
+		return NodeCost{}, err
+	}
+	if c == (Cost{}) {
+		// Nothing computed or moved: to() to the tensor's own dtype,
+		// arithmetic on shape values.
+		class = ClassNoOp
+	}
+	return NodeCost{Cost: c, Class: class}, nil
+}
+
+// moduleEntry finds the entry of a module: its class, or the first class
+// (by name) whose operator the module declares.
+func moduleEntry(mod nn.Module) (Op, bool) {
+	if e, ok := Lookup(ir.CallModule, mod.TypeName()); ok {
+		return e, true
+	}
+	t, ok := mod.(OpTyper)
+	if !ok {
+		return Op{}, false
+	}
+	_, op := t.MaseOp()
+	for _, class := range Names(ir.CallModule, false) {
+		if e, _ := Lookup(ir.CallModule, class); e.MaseOp == op {
+			return e, true
+		}
+	}
+	return Op{}, false
+}
+
+// costInput gathers what a cost function sees of n.
+func costInput(mg *ir.MaseGraph, n *ir.Node, mod nn.Module, training bool) (CostInput, error) {
+	in := CostInput{Node: n, Module: mod, Training: training, Kwargs: map[string]any{}}
+	var collect func(v any) any
+	collect = func(v any) any {
+		switch x := v.(type) {
+		case *ir.Node:
+			val, err := nodeValue(x)
+			if err != nil {
+				return nil
+			}
+			if o, ok := val.(*Operand); ok {
+				in.Inputs = append(in.Inputs, *o)
+			}
+			return val
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = collect(e)
+			}
+			return out
+		}
+		return v
+	}
+	for _, a := range n.Args() {
+		in.Args = append(in.Args, collect(a))
+	}
+	kw := n.Kwargs()
+	for _, k := range sortedNames(kw) {
+		in.Kwargs[k] = collect(kw[k])
+	}
+	c := n.Meta.Common
+	for _, k := range c.Results.Keys() {
+		if r := c.Results.Get(k); r.DType != "" {
+			in.Outputs = append(in.Outputs, Operand{Name: k, Shape: r.Shape, DType: r.DType})
+		}
+	}
+	for _, k := range c.Args.Keys() {
+		if a := c.Args.Get(k); a.IsParam {
+			in.Params = append(in.Params, Operand{Name: k, Shape: a.Shape, DType: dtypeOf(a)})
+		}
+	}
+	if mod != nil && mg != nil && mg.Model != nil {
+		prefix := n.Target + "."
+		for _, b := range mg.Model.Buffers() {
+			name, ok := strings.CutPrefix(b.Name, prefix)
+			if !ok || in.Param(name) != nil {
+				continue
+			}
+			s := b.Variable.Shape()
+			in.Params = append(in.Params, Operand{Name: name, Shape: slices.Clone(s.Dimensions), DType: strings.ToLower(s.DType.String())})
+		}
+	}
+	return in, nil
+}
+
+// nodeValue is a node's value as its common metadata records it: an
+// *Operand for a tensor, the recorded constant otherwise.
+func nodeValue(p *ir.Node) (any, error) {
+	if p.Meta == nil || p.Meta.Common.Results == nil {
+		return nil, fmt.Errorf("node %s has no common metadata", p.Name)
+	}
+	r := p.Meta.Common.Results
+	if r.Len() == 1 {
+		if d := r.Get(r.Keys()[0]); d.DType != "" {
+			return &Operand{Name: p.Name, Shape: d.Shape, DType: d.DType}, nil
+		}
+	}
+	if r.Len() == 1 {
+		return r.Get(r.Keys()[0]).Value, nil
+	}
+	out := make([]any, 0, r.Len())
+	for _, k := range r.Keys() {
+		d := r.Get(k)
+		if d.DType != "" {
+			out = append(out, &Operand{Name: p.Name, Shape: d.Shape, DType: d.DType})
+		} else {
+			out = append(out, d.Value)
+		}
+	}
+	return out, nil
+}
+
+// dtypeOf is an argument's dtype: the recorded one, or float<bits> from
+// its precision.
+func dtypeOf(a *ir.ArgInfo) string {
+	if a.DType != "" {
+		return a.DType
+	}
+	if len(a.Precision) > 0 {
+		return fmt.Sprintf("float%d", a.Precision[0])
+	}
+	return "float32"
+}
+
+// dtypeBitsByName maps lower-case dtype names (float32, bfloat16, int8,
+// bool, ...) to bits per element.
+var dtypeBitsByName = sync.OnceValue(func() map[string]int {
+	m := map[string]int{"bool": 8} // one byte per element, as torch.bool and Go's bool
+	for _, dt := range []dtypes.DType{dtypes.Int8, dtypes.Int16, dtypes.Int32, dtypes.Int64, dtypes.Uint8, dtypes.Uint16,
+		dtypes.Uint32, dtypes.Uint64, dtypes.Float16, dtypes.BFloat16, dtypes.Float32, dtypes.Float64, dtypes.Complex64, dtypes.Complex128} {
+		m[strings.ToLower(dt.String())] = dt.Bits()
+	}
+	return m
+})
+
+// dtypeBits is the bits per element of a dtype name; 32 when unknown.
+func dtypeBits(name string) int {
+	if b, ok := dtypeBitsByName()[strings.ToLower(name)]; ok {
+		return b
+	}
+	return 32
+}
+
+func numel(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// CostClasses lists every entry's class by kind and target, for tests and
+// documentation.
+func CostClasses() map[ir.OpKind]map[string]Class {
+	builtins()
+	mu.RLock()
+	defer mu.RUnlock()
+	out := map[ir.OpKind]map[string]Class{}
+	for k, op := range table {
+		if out[k.kind] == nil {
+			out[k.kind] = map[string]Class{}
+		}
+		out[k.kind][k.target] = op.Class
+	}
+	return out
+}
+
+// ---- The built-in cost functions ----
+
+// zeroCost is the cost of an entry that computes and moves nothing (it is
+// never called for views and no-ops, whose class says so).
+func zeroCost(CostInput) (Cost, error) { return Cost{}, nil }
+
+// perElement is an element-wise op of k scalar operations per output
+// element; its bytes are its tensors read and written. A node whose value
+// is not a tensor (Python arithmetic on shape values) costs nothing.
+func perElement(k int64) CostFunc {
+	return func(in CostInput) (Cost, error) {
+		if len(in.Outputs) == 0 {
+			return Cost{}, nil
+		}
+		c := in.moved()
+		for _, o := range in.Outputs {
+			c.ElementwiseFLOPs += k * o.Elements()
+		}
+		return c, nil
+	}
+}
+
+// fillCost is ones, zeros and arange: no arithmetic, the output written.
+func fillCost(in CostInput) (Cost, error) { return in.moved(), nil }
+
+// convertCost is to() and float(): a dtype conversion, which moves the
+// tensor (read and written) and counts no FLOPs; to the tensor's own dtype
+// it returns its input and costs nothing.
+func convertCost(in CostInput) (Cost, error) {
+	out, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	x, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	if x.DType == out.DType {
+		return Cost{}, nil
+	}
+	return in.moved(), nil
+}
+
+// matmulCost is torch.matmul with batch dimensions broadcast: 2·K FLOPs
+// per output element, K the contracted axis (the last of the first
+// operand), i.e. 2·batch·M·N·K as FlopCounterMode counts the bmm it
+// becomes. A 1-D operand is counted the same way (FlopCounterMode sees
+// those as dot or mv, which it does not count).
+func matmulCost(in CostInput) (Cost, error) {
+	a, b := in.Arg(0), in.Arg(1)
+	if a == nil || b == nil {
+		return Cost{}, fmt.Errorf("node %s: matmul needs two tensor operands in the metadata", in.name())
+	}
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	c := in.moved()
+	c.FLOPs = 2 * o.Elements() * a.Last()
+	return c, nil
+}
+
+// linearFnCost is F.linear(x, W, b): 2·in_features FLOPs per output
+// element (FlopCounterMode's addmm counts its mm only); the bias add, when
+// there is one, is 1 element-wise FLOP per output element.
+func linearFnCost(in CostInput) (Cost, error) {
+	x, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	c := in.moved()
+	c.FLOPs = 2 * o.Elements() * x.Last()
+	if in.Arg(2) != nil || in.Kwarg("bias") != nil {
+		c.ElementwiseFLOPs = o.Elements()
+	}
+	return c, nil
+}
+
+// SoftmaxPerElement is softmax's element-wise FLOPs per element: the
+// running max (1), the subtraction (1), exp (1), the sum (1) and the
+// division (1).
+const SoftmaxPerElement = 5
+
+// sdpaCost is scaled_dot_product_attention on q [..., Sq, D], k [..., Sk,
+// D], v [..., Sk, Dv]: FlopCounterMode's count of its two batched matmuls,
+// 2·BH·Sq·Sk·D + 2·BH·Sq·Sk·Dv (BH the product of q's leading axes), the
+// same with or without a mask. Element-wise, per score (BH·Sq·Sk): the
+// scale (1), the mask add when there is a mask (1), softmax
+// (SoftmaxPerElement) and, in train mode with dropout_p > 0, dropout (1).
+// Bytes: q, k, v and the mask read, the output written; the scores are not
+// materialised (one fused kernel).
+func sdpaCost(in CostInput) (Cost, error) {
+	q, k, v := in.Arg(0), in.Arg(1), in.Arg(2)
+	if q == nil || k == nil || v == nil || len(q.Shape) < 2 || len(k.Shape) < 2 || len(v.Shape) < 2 {
+		return Cost{}, fmt.Errorf("node %s: attention needs q, k, v tensors of rank ≥ 2 in the metadata", in.name())
+	}
+	sq, d := int64(q.Shape[len(q.Shape)-2]), q.Last()
+	sk, dv := int64(k.Shape[len(k.Shape)-2]), v.Last()
+	bh := q.Elements() / (sq * d)
+	scores := bh * sq * sk
+	c := in.moved()
+	c.FLOPs = 2*scores*d + 2*scores*dv
+	perScore := int64(1 + SoftmaxPerElement)
+	if in.Kwarg("attn_mask") != nil {
+		perScore++
+	}
+	if p, ok := asFloat(in.Kwargs["dropout_p"]); ok && p > 0 && in.Training {
+		perScore++
+	}
+	c.ElementwiseFLOPs = perScore * scores
+	return c, nil
+}
+
+// mxint8DequantCost is the MXINT8 dequantisation host kernel: one
+// multiply per element (mantissa × 2^exponent); bytes: the packed words
+// read, the values written.
+func mxint8DequantCost(in CostInput) (Cost, error) { return perElement(1)(in) }
+
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// activationFLOPs are the element-wise FLOPs per element of each
+// activation (by mase_op; functions and methods use the same): an
+// elementary operation is 1, a composite counts its steps.
+var activationFLOPs = map[string]int64{
+	"relu":        1, // max(x, 0)
+	"relu6":       2, // min(max(x, 0), 6)
+	"leaky_relu":  2, // x·slope, then the max
+	"tanh":        1,
+	"sigmoid":     3, // 1 / (1 + exp(−x)): exp, add, divide
+	"silu":        4, // x · sigmoid(x)
+	"gelu":        5, // 0.5 · x · (1 + erf(x/√2)): divide, erf, add, two multiplies
+	"elu":         3, // x > 0 ? x : α(exp(x) − 1): compare, exp, subtract-multiply
+	"selu":        4, // elu and the scale
+	"hardtanh":    2, // clamp: two compares
+	"hardswish":   4, // x · clamp(x + 3, 0, 6) / 6
+	"hardsigmoid": 3, // clamp(x/6 + 1/2, 0, 1)
+	"softplus":    3, // log(1 + exp(x))
+	"softsign":    3, // x / (1 + |x|)
+	"identity":    0,
+	"erf":         1,
+	"exp":         1,
+	"sqrt":        1,
+	"neg":         1,
+}
+
+// ---- Module costs ----
+
+// linearModuleCost is a Linear (and every module declaring the linear
+// operator): 2·in_features FLOPs per output element, in_features the
+// input's last axis, as FlopCounterMode counts the addmm. Element-wise:
+// the bias add (1 per output element) when there is a bias; for a
+// quantised Linear (nn.QuantizedLinear) 1 per element of each quantised
+// operand (data_in, weight, bias, data_out: a quantiser is counted as one
+// operation per element it rounds); for QLinearPacked the MXINT8
+// dequantisation of the weight and bias (1 per element); for LoRALinear the
+// adapter's two matmuls go to FLOPs (2·rows·in·r + 2·rows·r·out) and its
+// scale and add to element-wise (2 per output element). Bytes: the input,
+// every parameter and buffer (a packed layer's words), the output.
+func linearModuleCost(in CostInput) (Cost, error) {
+	x, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	c := in.moved()
+	outN := o.Elements()
+	c.FLOPs = 2 * outN * x.Last()
+	hasBias := in.Param("bias") != nil || in.Param("linear.bias") != nil
+	switch m := in.Module.(type) {
+	case *nn.QLinearPacked:
+		hasBias = m.Bias
+		c.ElementwiseFLOPs += int64(m.InFeatures) * int64(m.OutFeatures)
+		if m.Bias {
+			c.ElementwiseFLOPs += int64(m.OutFeatures)
+		}
+	case *nn.QuantizedLinear:
+		cfg := m.Config
+		if !cfg.Bypass {
+			for _, q := range []struct {
+				spec *quant.Spec
+				n    int64
+			}{{cfg.DataIn, x.Elements()}, {cfg.Weight, int64(m.InFeatures) * int64(m.OutFeatures)}, {cfg.DataOut, outN}} {
+				if q.spec != nil {
+					c.ElementwiseFLOPs += q.n
+				}
+			}
+			if cfg.Bias != nil && m.Bias {
+				c.ElementwiseFLOPs += int64(m.OutFeatures)
+			}
+		}
+	}
+	if a, b := in.Param("lora_a.weight"), in.Param("lora_b.weight"); a != nil && b != nil && len(a.Shape) == 2 && len(b.Shape) == 2 {
+		rows := outN / o.Last()
+		r := int64(a.Shape[0])
+		c.FLOPs += 2*rows*x.Last()*r + 2*rows*r*o.Last()
+		c.ElementwiseFLOPs += 2 * outN
+		if m, ok := in.Module.(*nn.LoRALinear); ok && in.Training && m.Dropout > 0 {
+			c.ElementwiseFLOPs += x.Elements()
+		}
+	}
+	if hasBias {
+		c.ElementwiseFLOPs += outN
+	}
+	return c, nil
+}
+
+// convModuleCost is a convolution (Conv1d, Conv2d): with weight [out,
+// in/groups, k...], 2·(in/groups)·∏k FLOPs per output element, as
+// FlopCounterMode counts aten.convolution; stride, padding and dilation
+// enter through the output's shape, groups through the weight's. The bias
+// add is 1 element-wise FLOP per output element.
+func convModuleCost(in CostInput) (Cost, error) {
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	w := in.Param("weight")
+	var perOut int64
+	switch {
+	case w != nil && len(w.Shape) >= 2:
+		perOut = numel(w.Shape[1:])
+	default:
+		m, ok := in.Module.(*nn.Conv2d)
+		if !ok {
+			return Cost{}, fmt.Errorf("node %s: convolution without a weight in its metadata", in.name())
+		}
+		perOut = int64(m.InChannels/m.Groups) * int64(m.KernelSize[0]) * int64(m.KernelSize[1])
+	}
+	c := in.moved()
+	c.FLOPs = 2 * o.Elements() * perOut
+	if in.Param("bias") != nil {
+		c.ElementwiseFLOPs = o.Elements()
+	}
+	return c, nil
+}
+
+// embeddingModuleCost is an embedding lookup (Embedding and the packed
+// QEmbeddingPacked): 0 FLOPs of either kind (a gather). Bytes read: the
+// indices and the rows gathered (one row of the table per index, at the
+// table's storage size: for a packed table its words' share), not the
+// whole table; written: the output.
+func embeddingModuleCost(in CostInput) (Cost, error) {
+	ids, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	var tableElems, tableBytes int64
+	for _, p := range in.Params {
+		tableBytes += p.Bytes()
+	}
+	switch m := in.Module.(type) {
+	case *nn.QEmbeddingPacked:
+		tableElems = int64(m.NumEmbeddings) * int64(m.EmbeddingDim)
+	default:
+		w := in.Param("weight")
+		if w == nil {
+			return Cost{}, fmt.Errorf("node %s: embedding without a weight in its metadata", in.name())
+		}
+		tableElems, tableBytes = w.Elements(), w.Bytes()
+	}
+	rows := int64(0)
+	if tableElems > 0 {
+		rows = (o.Elements()*tableBytes + tableElems - 1) / tableElems
+	}
+	return Cost{BytesRead: ids.Bytes() + rows, BytesWritten: o.Bytes()}, nil
+}
+
+// normCost is a normalisation over the input: fvcore's convention, per
+// element 4 operations to normalise (subtract the mean, square, sum, scale
+// by 1/σ) and 1 more for the affine weight and bias: LayerNorm and
+// GroupNorm 5, InstanceNorm2d 4 (no affine by default).
+func normCost(perElem int64) CostFunc { return perInput(perElem) }
+
+// batchNormCost is BatchNorm: in eval mode the running statistics folded
+// into one multiply and one add per element (2, fvcore's convention); in
+// train mode the batch statistics as normCost (5).
+func batchNormCost(in CostInput) (Cost, error) {
+	if in.Training {
+		return perInput(5)(in)
+	}
+	return perInput(2)(in)
+}
+
+// perInput is k element-wise FLOPs per element of the first input.
+func perInput(k int64) CostFunc {
+	return func(in CostInput) (Cost, error) {
+		x, err := in.In(0)
+		if err != nil {
+			return Cost{}, err
+		}
+		c := in.moved()
+		c.ElementwiseFLOPs = k * x.Elements()
+		return c, nil
+	}
+}
+
+// maxPoolCost is max pooling: MaxPool2d compares kernel² values per output
+// element; pooling modules outside gomase's own (MaxPool1d, the adaptive
+// ones) are counted as one compare per input element.
+func maxPoolCost(in CostInput) (Cost, error) {
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	if m, ok := in.Module.(*nn.MaxPool2d); ok {
+		c := in.moved()
+		c.ElementwiseFLOPs = int64(m.KernelSize) * int64(m.KernelSize) * o.Elements()
+		return c, nil
+	}
+	return perInput(1)(in)
+}
+
+// avgPoolCost is average pooling: one add per input element and one
+// divide per output element.
+func avgPoolCost(in CostInput) (Cost, error) {
+	x, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	o, err := in.Out()
+	if err != nil {
+		return Cost{}, err
+	}
+	c := in.moved()
+	c.ElementwiseFLOPs = x.Elements() + o.Elements()
+	return c, nil
+}
+
+// crossEntropyCost is CrossEntropyLoss on logits [N, C]: a log-softmax
+// (SoftmaxPerElement per logit) and one pick-and-add per target.
+func crossEntropyCost(in CostInput) (Cost, error) {
+	x, err := in.In(0)
+	if err != nil {
+		return Cost{}, err
+	}
+	c := in.moved()
+	c.ElementwiseFLOPs = SoftmaxPerElement * x.Elements()
+	if t, err := in.In(1); err == nil {
+		c.ElementwiseFLOPs += t.Elements()
+	}
+	return c, nil
+}
+
+// moduleCost gives each module class of the table its class and cost.
+func moduleCost(class, maseOp string) (Class, CostFunc) {
+	switch class {
+	case "Identity":
+		return ClassNoOp, zeroCost
+	case "Dropout":
+		return ClassEvalNoOp, perElement(1) // train mode: the mask multiply
+	case "Flatten":
+		return ClassView, zeroCost
+	case "Linear":
+		return ClassCompute, linearModuleCost
+	case "Conv1d", "Conv2d":
+		return ClassCompute, convModuleCost
+	case "Embedding":
+		return ClassCompute, embeddingModuleCost
+	case "LayerNorm", "GroupNorm":
+		return ClassCompute, normCost(5)
+	case "InstanceNorm2d":
+		return ClassCompute, normCost(4)
+	case "BatchNorm1d", "BatchNorm2d":
+		return ClassCompute, batchNormCost
+	case "Softmax":
+		return ClassCompute, perElement(SoftmaxPerElement)
+	case "CrossEntropyLoss":
+		return ClassCompute, crossEntropyCost
+	case "MaxPool1d", "MaxPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d":
+		return ClassCompute, maxPoolCost
+	case "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d":
+		return ClassCompute, avgPoolCost
+	}
+	if k, ok := activationFLOPs[maseOp]; ok {
+		return ClassCompute, perElement(k)
+	}
+	return ClassCompute, nil
+}
+
+// functionCosts gives the built-in functions and methods their classes
+// and costs (keyed like the table).
+func functionCosts() map[key]struct {
+	class Class
+	cost  CostFunc
+} {
+	type cc = struct {
+		class Class
+		cost  CostFunc
+	}
+	fn := func(t string) key { return key{ir.CallFunction, t} }
+	method := func(t string) key { return key{ir.CallMethod, t} }
+	view := cc{ClassView, zeroCost}
+	m := map[key]cc{
+		// Views: no kernel in PyTorch, folded by eager mode. contiguous()
+		// and a reshape after a permute would copy in PyTorch; gomase's
+		// lowerings return their input, so they count as views here too.
+		method("view"): view, method("reshape"): view, method("permute"): view, method("transpose"): view,
+		method("unsqueeze"): view, method("flatten"): view, method("contiguous"): view, method("size"): view,
+		fn("getitem"): view, fn("flatten"): view, fn("unsqueeze"): view, fn("transpose"): view,
+
+		// Element-wise arithmetic: 1 per output element.
+		fn("add"): {ClassCompute, perElement(1)}, fn("sub"): {ClassCompute, perElement(1)},
+		fn("mul"): {ClassCompute, perElement(1)}, fn("truediv"): {ClassCompute, perElement(1)},
+		fn("div"): {ClassCompute, perElement(1)},
+
+		fn("matmul"):                       {ClassCompute, matmulCost},
+		fn("linear"):                       {ClassCompute, linearFnCost},
+		fn("scaled_dot_product_attention"): {ClassCompute, sdpaCost},
+		fn(HostSDPA):                       {ClassCompute, sdpaCost},
+		fn("softmax"):                      {ClassCompute, perElement(SoftmaxPerElement)},
+		method("softmax"):                  {ClassCompute, perElement(SoftmaxPerElement)},
+		fn("dropout"):                      {ClassEvalNoOp, perElement(1)},
+		fn("ones"):                         {ClassCompute, fillCost},
+		fn("zeros"):                        {ClassCompute, fillCost},
+		fn("arange"):                       {ClassCompute, fillCost},
+		method("float"):                    {ClassCompute, convertCost},
+		method("to"):                       {ClassCompute, convertCost},
+		fn(HostGELU):                       {ClassCompute, perElement(activationFLOPs["gelu"])},
+		fn(HostMXInt8):                     {ClassCompute, mxint8DequantCost},
+	}
+	for _, name := range []string{"relu", "leaky_relu", "tanh", "gelu", "sigmoid", "erf", "exp", "sqrt", "neg"} {
+		m[fn(name)] = cc{ClassCompute, perElement(activationFLOPs[name])}
+	}
+	for _, name := range []string{"relu", "leaky_relu", "tanh"} {
+		m[method(name)] = cc{ClassCompute, perElement(activationFLOPs[name])}
+	}
+	return m
+}
+
+// withCosts fills the class and cost of the built-in entries.
+func withCosts(ops []Op) []Op {
+	fc := functionCosts()
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind == ir.CallModule {
+			op.Class, op.Cost = moduleCost(op.Target, op.MaseOp)
+			continue
+		}
+		if c, ok := fc[key{op.Kind, op.Target}]; ok {
+			op.Class, op.Cost = c.class, c.cost
+		}
+	}
+	return ops
+}
