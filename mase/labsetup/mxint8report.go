@@ -289,7 +289,7 @@ func (c *PredictionCheck) Markdown(show int) string {
 			logits(c.MXINT8[i]), name(argmax(c.MXINT8[i])))
 	}
 	n := len(c.Texts)
-	fmt.Fprintf(&b, "\n**%s**, %d Linear modules packed (group size %d, the classifier left FP32), on %d test sentences:\n\n", c.Origin, c.Packed, c.GroupSize, n)
+	fmt.Fprintf(&b, "\nThe model: %s. %d Linear modules packed (group size %d, the classifier left FP32); %d test sentences:\n\n", c.Origin, c.Packed, c.GroupSize, n)
 	fmt.Fprintf(&b, "- **Same predicted class**: %d of %d.", c.Same, n)
 	if len(c.Flipped) > 0 {
 		fmt.Fprintf(&b, " Changed: sentence %v, whose FP32 margins between the two logits are under 2 × the largest logit change, so a change of that size can swap them.", c.Flipped)
