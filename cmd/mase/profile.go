@@ -14,7 +14,7 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--top N] [--json]"
+const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--top N] [--json]"
 
 func init() {
 	register(command{
@@ -42,6 +42,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	top := fs.Int("top", 15, "nodes in the table (0: all)")
 	traceOut := fs.String("trace", "", "write the timeline as Chrome trace JSON to this file (open it in https://ui.perfetto.dev or chrome://tracing)")
 	asJSON := fs.Bool("json", false, "print the profile as JSON")
+	roofline := fs.Bool("roofline", false, "measure the backend's peaks (a 1024² float32 matmul, an element-wise pass over 64 Mi floats) and place every node on the roofline")
 	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
 	be := backendFlag(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
@@ -77,9 +78,9 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mg := &ir.MaseGraph{Model: m, Graph: g}
-	cost, err := profileCosts(mg)
+	cost, _, err := perf.Costs(mg, inputs)
 	if err != nil {
-		return err
+		return fmt.Errorf("counting the costs: %w", err)
 	}
 	var r perf.RecordingRunner
 	if *mode == perf.Eager {
@@ -109,10 +110,32 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "wrote the timeline to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", *traceOut)
 	}
+	var peaks *perf.Peaks
+	var points []perf.RooflinePoint
+	if *roofline {
+		if peaks, err = perf.MeasurePeaks(onBackend, 1024, 1<<26, 5); err != nil {
+			return err
+		}
+		points = p.Roofline(peaks)
+	}
 	if *asJSON {
-		return writeJSON(stdout, p)
+		return writeJSON(stdout, struct {
+			*perf.RunProfile
+			Peaks    *perf.Peaks          `json:"peaks,omitempty"`
+			Roofline []perf.RooflinePoint `json:"roofline,omitempty"`
+		}{p, peaks, points})
 	}
 	p.Format(stdout, *top)
+	if peaks != nil {
+		fmt.Fprintf(stdout, "\nroofline: matmul %.1f GFLOP/s (%d²), element-wise %.1f GB/s, ridge %.2f FLOP/byte\n", peaks.MatmulGFlops, peaks.MatmulSize, peaks.CopyGBs, peaks.Ridge)
+		fmt.Fprintf(stdout, "%-44s %12s %10s %12s %s\n", "node", "FLOP/byte", "GFLOP/s", "attainable", "bound")
+		for i, pt := range points {
+			if *top > 0 && i == *top {
+				break
+			}
+			fmt.Fprintf(stdout, "%-44.44s %12.2f %10.2f %12.2f %s\n", pt.Name, pt.Intensity, pt.GFlopsPerS, pt.Attainable, pt.Bound)
+		}
+	}
 	return nil
 }
 
@@ -140,6 +163,3 @@ func checkTraceTarget(path string) error {
 	}
 	return nil
 }
-
-// profileCosts is each node's cost for the profile: none yet.
-func profileCosts(*ir.MaseGraph) (func(*ir.Node) perf.NodeCost, error) { return nil, nil }

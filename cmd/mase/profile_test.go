@@ -23,12 +23,13 @@ func TestProfileWritesATrace(t *testing.T) {
 			Nodes    []map[string]any `json:"nodes"`
 			Compiles []map[string]any `json:"compiles"`
 			WallS    float64          `json:"wall_s"`
+			Flops    int64            `json:"flops"`
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
 			t.Fatalf("not JSON: %v\n%s", err, stdout.String())
 		}
-		if p.Mode != "eager" || len(p.Nodes) < 20 || len(p.Compiles) == 0 || p.WallS <= 0 {
-			t.Errorf("round %d: mode %q, %d nodes, %d compiles, wall %v", round, p.Mode, len(p.Nodes), len(p.Compiles), p.WallS)
+		if p.Mode != "eager" || len(p.Nodes) < 20 || len(p.Compiles) == 0 || p.WallS <= 0 || p.Flops <= 0 {
+			t.Errorf("round %d: mode %q, %d nodes, %d compiles, wall %v, %d FLOPs", round, p.Mode, len(p.Nodes), len(p.Compiles), p.WallS, p.Flops)
 		}
 		b, err := os.ReadFile(out)
 		if err != nil || !json.Valid(b) || !bytes.HasPrefix(b, traceHeader) {

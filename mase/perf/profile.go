@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/timeline"
 )
 
@@ -219,3 +220,29 @@ func clip(s string, n int) string {
 // TimedFrom is when the timed runs began on the recorder's clock: the
 // spans before it are the first run's (compiles).
 func (p *RunProfile) TimedFrom() time.Duration { return p.timedFrom }
+
+// Costs annotates mg with every node's cost (passes.InitMetadata, then
+// AddCommonMetadata on inputs, which runs the graph once to record the
+// shapes, then AddCostMetadata) and returns the lookup Profile takes and
+// the graph's cost summary.
+func Costs(mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) (func(*ir.Node) NodeCost, *passes.CostSummary, error) {
+	if _, _, err := passes.InitMetadata(mg); err != nil {
+		return nil, nil, err
+	}
+	if _, _, err := passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: inputs}); err != nil {
+		return nil, nil, err
+	}
+	_, info, err := passes.AddCostMetadata(mg, passes.CostArgs{})
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, ok := info["summary"].(*passes.CostSummary)
+	if !ok {
+		return nil, nil, fmt.Errorf("perf: add_cost_metadata returned no summary")
+	}
+	byName := make(map[string]NodeCost, len(sum.Nodes))
+	for _, r := range sum.Nodes {
+		byName[r.Name] = NodeCost{Flops: r.FLOPs, ElementwiseFlops: r.ElementwiseFLOPs, Bytes: r.Bytes}
+	}
+	return func(n *ir.Node) NodeCost { return byName[n.Name] }, sum, nil
+}
