@@ -17,6 +17,17 @@ import (
 // parameter list, ") fc1_inst (" or ") fc1_weight_source_0 (".
 var instanceRE = regexp.MustCompile(`(?m)^\)\s*(\w+_inst|\w+_source_\d+)\s*\(`)
 
+// DesignParam returns the top module's parameter called name and whether
+// the design has it.
+func DesignParam(d *emit.Design, name string) (int64, bool) {
+	for _, p := range d.TopParams {
+		if p.Name == name {
+			return p.Value, true
+		}
+	}
+	return 0, false
+}
+
 // Instances lists the instance names in a top.sv text, in order.
 func Instances(top string) []string {
 	var out []string
