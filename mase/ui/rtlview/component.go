@@ -116,12 +116,16 @@ func ActivationReport(chk *rtl.ActivationCheck, examples []int64) string {
 	if n := int64(len(chk.Inputs)); n >= c.In.Max()-c.In.Min()+1 {
 		every = fmt.Sprintf("values (every %v integer)", c.In)
 	}
-	verdict := "PASS: every lane equals the Go model"
+	verdict := "PASS: every lane equals the Go model."
 	if !chk.Passed {
 		verdict = fmt.Sprintf("**FAIL**: %d mismatches", chk.Failures)
 	}
-	fmt.Fprintf(&b, "**%s**, alone, against its Go model: %d input %s streamed with random valid and ready; %d checks (every lane, and valid/ready passing through); Verilator build %s, run %s. %s\n\n",
-		c, len(chk.Inputs), every, chk.Checks, chk.Build.Duration.Round(100*time.Millisecond), chk.Duration.Round(time.Millisecond), verdict)
+	slope := ""
+	if c.Leaky {
+		slope = fmt.Sprintf(" (slope %g)", float64(c.SlopeValue)/float64(int64(1)<<c.SlopeFrac))
+	}
+	fmt.Fprintf(&b, "**%s**%s, alone, against its Go model: %d input %s streamed with random valid and ready; %d checks (every lane, and valid/ready passing through); Verilator build %s, run %s. %s\n\n",
+		c, slope, len(chk.Inputs), every, chk.Checks, chk.Build.Duration.Round(100*time.Millisecond), chk.Duration.Round(time.Millisecond), verdict)
 	for _, m := range chk.Mismatches {
 		fmt.Fprintf(&b, "- %s\n", m)
 	}

@@ -155,6 +155,15 @@ func Reals(xs []int64, f rtl.Format) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// Ints writes integers as a list: "[127, 127, -4, -4]".
+func Ints(xs []int64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
 // cell fills an empty table cell with a dash and escapes "|".
 func cell(s string) string {
 	if s == "" {

@@ -172,3 +172,9 @@ func TestSynthSummary(t *testing.T) {
 		t.Errorf("SynthBars %+v", b)
 	}
 }
+
+func TestInts(t *testing.T) {
+	if s := Ints([]int64{127, -4}); s != "[127, -4]" {
+		t.Errorf("Ints = %q", s)
+	}
+}
