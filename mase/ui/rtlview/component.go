@@ -122,7 +122,7 @@ func ActivationReport(chk *rtl.ActivationCheck, examples []int64) string {
 	}
 	slope := ""
 	if c.Leaky {
-		slope = fmt.Sprintf(" (slope %g)", float64(c.SlopeValue)/float64(int64(1)<<c.SlopeFrac))
+		slope = fmt.Sprintf(" (= %g)", float64(c.SlopeValue)/float64(int64(1)<<c.SlopeFrac))
 	}
 	fmt.Fprintf(&b, "**%s**%s, alone, against its Go model: %d input %s streamed with random valid and ready; %d checks (every lane, and valid/ready passing through); Verilator build %s, run %s. %s\n\n",
 		c, slope, len(chk.Inputs), every, chk.Checks, chk.Build.Duration.Round(100*time.Millisecond), chk.Duration.Round(time.Millisecond), verdict)
