@@ -47,6 +47,7 @@ var Testbenches = []string{
 	"tb_fixed_cast",
 	"tb_fixed_relu",
 	"tb_fixed_leaky_relu",
+	"tb_fixed_activation",
 	"tb_fixed_param_source",
 	"tb_fixed_linear",
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -59,6 +60,19 @@ type SimResult struct {
 // OK reports whether every vector matched and the protocol checks passed.
 func (r *SimResult) OK() bool {
 	return r.Vectors > 0 && r.Matched == r.Vectors && len(r.Mismatches) == 0 && r.Beats == r.WantBeats
+}
+
+// Err is nil when OK, else an error saying how many vectors matched and
+// naming the first mismatches and protocol errors.
+func (r *SimResult) Err() error {
+	if r.OK() {
+		return nil
+	}
+	msg := fmt.Sprintf("emit: %d of %d vectors matched the Go model, %d output beats of %d expected", r.Matched, r.Vectors, r.Beats, r.WantBeats)
+	if len(r.Mismatches) > 0 {
+		msg += ":\n  " + strings.Join(r.Mismatches, "\n  ")
+	}
+	return errors.New(msg)
 }
 
 // Simulate runs the design that Verilog wrote into dir: it draws Vectors

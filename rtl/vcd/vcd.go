@@ -506,3 +506,30 @@ func (p *parser) variable(t token, body []token) error {
 	p.ids[sig.ID] = append(p.ids[sig.ID], sig)
 	return nil
 }
+
+// Handshakes returns the rising edges of clk (counted from 0, as in
+// RisingEdges) at which a valid/ready stream moved a beat: valid and ready
+// both 1 just before the edge. Each name is looked up as Signal does; the
+// error names a signal the dump lacks.
+func (d *Dump) Handshakes(clk, valid, ready string) ([]int, error) {
+	var sigs [3]*Signal
+	for i, name := range []string{clk, valid, ready} {
+		if sigs[i] = d.Signal(name); sigs[i] == nil {
+			return nil, fmt.Errorf("vcd: no signal %q in the dump (or more than one ends so)", name)
+		}
+	}
+	high := func(s *Signal, t uint64) bool {
+		if t == 0 {
+			return false
+		}
+		v, ok := s.Uint(t - 1)
+		return ok && v == 1
+	}
+	var out []int
+	for i, t := range sigs[0].RisingEdges() {
+		if high(sigs[1], t) && high(sigs[2], t) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}

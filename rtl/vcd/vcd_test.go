@@ -175,3 +175,49 @@ b11111111 "
 		t.Errorf("flags[2]: [%d:%d]", f.MSB, f.LSB)
 	}
 }
+
+func TestHandshakes(t *testing.T) {
+	const src = `$timescale 1ns $end
+$scope module tb $end
+$var wire 1 ! clk $end
+$var wire 1 " valid $end
+$var wire 1 # ready $end
+$upscope $end
+$enddefinitions $end
+#0
+0!
+0"
+1#
+#5
+1!
+#10
+0!
+1"
+#15
+1!
+#20
+0!
+0#
+#25
+1!
+#30
+0!
+1#
+#35
+1!
+#40
+0!
+`
+	d, err := Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Edges at 5 (valid 0), 15 (beat), 25 (ready 0), 35 (beat).
+	got, err := d.Handshakes("clk", "valid", "ready")
+	if err != nil || len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Errorf("Handshakes = %v, %v; want [1 3]", got, err)
+	}
+	if _, err := d.Handshakes("clk", "nope", "ready"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("a missing signal: %v", err)
+	}
+}
