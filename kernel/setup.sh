@@ -21,7 +21,7 @@ say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- 1. Debian packages
-apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator iverilog yosys tmux postgresql python3-optuna)
+apt_packages=(jupyter-notebook jupyter-nbconvert python3-nbclient jupyter-client jupyter-console python3-ipykernel chromium verilator g++ make iverilog yosys tmux postgresql python3-optuna)
 
 pkg_installed() {
 	# Capture first: with pipefail, grep -q exiting early can fail the writer.
