@@ -3,16 +3,20 @@ package perf
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/timeline"
+	"github.com/gomase/gomase/mase/trace"
 )
 
 // RecordingRunner is a runner that records its runs on a timeline
@@ -245,4 +249,85 @@ func Costs(mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) (func(*ir.Node) 
 		byName[r.Name] = NodeCost{Flops: r.FLOPs, ElementwiseFlops: r.ElementwiseFLOPs, Bytes: r.Bytes}
 	}
 	return func(n *ir.Node) NodeCost { return byName[n.Name] }, sum, nil
+}
+
+// ProfileModes profiles m's forward in eager and in compiled mode on be
+// (a fresh trace of m with the inputs traced each, its costs counted, one
+// run to compile, runs timed runs) and returns both profiles and the cost
+// summary of the graph.
+func ProfileModes(be compute.Backend, workload string, m *nn.Model, traced []string, inputs map[string]*tensors.Tensor, runs int) (eager, compiled *RunProfile, sum *passes.CostSummary, err error) {
+	profiles := map[string]*RunProfile{}
+	for _, mode := range []string{Eager, Compiled} {
+		g, err := trace.Trace(m, traced)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		mg := &ir.MaseGraph{Model: m, Graph: g}
+		cost, s, err := Costs(mg, inputs)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		sum = s
+		var r RecordingRunner
+		if mode == Eager {
+			r, err = execute.NewEagerOn(be, mg, execute.Mode{})
+		} else {
+			r, err = execute.CompileOn(be, mg, execute.Mode{}, false)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p, err := Profile(workload, mode, r, g, inputs, runs, cost)
+		r.Close()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		profiles[mode] = p
+	}
+	return profiles[Eager], profiles[Compiled], sum, nil
+}
+
+// ProfileFindings says in Markdown what the two profiles of one model
+// show (Lab 4's question 1a): how many calls an eager run makes, how much
+// of it the largest nodes take, what the dispatch floor (floor: one
+// trivial call, DispatchFloor) would cost at that many calls, and what
+// the compiled mode removed.
+func ProfileFindings(eager, compiled *RunProfile, floor time.Duration) string {
+	var calls int
+	for _, s := range eager.Stages {
+		calls += s.Calls
+	}
+	perRun := float64(calls) / float64(eager.Runs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "- **Eager**: %.0f executable calls a run, %.3f ms a run, %.2f GFLOP/s over the forward's %.3f GFLOP.",
+		perRun, eager.WallS*1e3, gflops(eager), float64(eager.Flops+eager.ElementwiseFlops)/1e9)
+	if n := min(3, len(eager.Stages)); n > 0 {
+		var share float64
+		var names []string
+		for _, s := range eager.Stages[:n] {
+			share += s.Share
+			names = append(names, fmt.Sprintf("`%s` (%s, %.0f%%)", s.Name, s.Op, 100*s.Share))
+		}
+		fmt.Fprintf(&b, " The %d largest nodes take %.0f%% of it: %s.", n, 100*share, strings.Join(names, ", "))
+	}
+	if floor > 0 && eager.WallS > 0 {
+		d := perRun * floor.Seconds()
+		fmt.Fprintf(&b, " At this backend's dispatch floor (%.1f µs a trivial call), the calls alone cost about %.3f ms, %.0f%% of the run.",
+			float64(floor)/1e3, d*1e3, 100*math.Min(1, d/eager.WallS))
+	}
+	fmt.Fprintf(&b, "\n- **Compiled**: one call, %.3f ms a run, %.2f GFLOP/s", compiled.WallS*1e3, gflops(compiled))
+	if compiled.WallS > 0 && eager.WallS > 0 {
+		fmt.Fprintf(&b, ": %.2f× eager. Compiling removed %.3f ms a run: the per-node calls and the tensors handed between them.",
+			eager.WallS/compiled.WallS, (eager.WallS-compiled.WallS)*1e3)
+	}
+	fmt.Fprintf(&b, "\n- The executable calls and host kernels cover %.0f%% (eager) and %.0f%% (compiled) of the timed runs; the rest is the runner's own work between calls.\n",
+		100*eager.LeafCoverage, 100*compiled.LeafCoverage)
+	return b.String()
+}
+
+func gflops(p *RunProfile) float64 {
+	if p.WallS <= 0 {
+		return 0
+	}
+	return float64(p.Flops+p.ElementwiseFlops) / p.WallS / 1e9
 }

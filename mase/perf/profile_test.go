@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -81,6 +82,20 @@ func TestProfileBertTiny(t *testing.T) {
 		}
 		if err := p.Recorder().WriteChromeTrace(&trace, "gomase"); err != nil || !json.Valid(trace.Bytes()) {
 			t.Errorf("%s: trace: %v", mode, err)
+		}
+	}
+}
+
+func TestProfileFindings(t *testing.T) {
+	eager := &RunProfile{Runs: 2, WallS: 0.010, Flops: 2e7, LeafCoverage: 0.9, Stages: []StageProfile{
+		{Name: "fc", Op: "call_module Linear", Calls: 20, Share: 0.5},
+		{Name: "act", Op: "call_module GELU", Calls: 20, Share: 0.2},
+	}}
+	compiled := &RunProfile{Runs: 2, WallS: 0.004, Flops: 2e7, LeafCoverage: 1}
+	md := ProfileFindings(eager, compiled, 100*time.Microsecond)
+	for _, want := range []string{"20 executable calls a run", "The 2 largest nodes take 70%", "about 2.000 ms, 20% of the run", "2.50× eager", "removed 6.000 ms"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("findings lack %q:\n%s", want, md)
 		}
 	}
 }
