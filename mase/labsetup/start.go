@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -168,4 +169,24 @@ func StartOf(base string) (pretrainedStart bool, how string, err error) {
 		return true, how + "they can be had (" + note + ")", nil
 	}
 	return false, how + "they cannot (" + note + ")", nil
+}
+
+// datasetNames are the datasets' names as a student reads them.
+var datasetNames = map[string]string{"sst2": "SST-2", "imdb": "IMDb", "imdb-sample": "an IMDb sample"}
+
+// RunSetting says what a run's figures come from, for a LabFigure's Why
+// beside the lab's: the start and the training data, e.g. "seeded start;
+// SST-2, 1,000 training examples at 64 tokens".
+func RunSetting(st Start, o finetune.Options, trainExamples int) string {
+	name := cmp.Or(datasetNames[o.Dataset], o.Dataset)
+	return fmt.Sprintf("%s start; %s, %s training examples at %d tokens", st.Kind(), name, thousands(trainExamples), o.MaxLen)
+}
+
+// thousands writes n with a comma every three digits (25,000).
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

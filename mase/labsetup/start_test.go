@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/mase/finetune"
 )
 
 // withPretrainedCache points the HuggingFace cache at an empty folder and,
@@ -191,6 +193,22 @@ func TestCacheSplits(t *testing.T) {
 	for i := range labels1 {
 		if labels1[i] != labels2[i] {
 			t.Fatalf("label %d: %d vs %d", i, labels1[i], labels2[i])
+		}
+	}
+}
+
+func TestRunSetting(t *testing.T) {
+	o := finetune.Options{Dataset: "sst2", Limit: 1000, MaxLen: 64}
+	if got, want := RunSetting(Start{}, o, 1000), "seeded start; SST-2, 1,000 training examples at 64 tokens"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	full := finetune.Options{Dataset: "imdb", MaxLen: 512}
+	if got, want := RunSetting(Start{Pretrained: true}, full, 25000), "pretrained start; IMDb, 25,000 training examples at 512 tokens"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q", n, got)
 		}
 	}
 }
