@@ -41,7 +41,7 @@ func (s Start) Kind() string {
 }
 
 // Config is the training setting of every fine-tuning after this start,
-// chosen as MASE and `mase compress` / `mase search` choose it: after a
+// chosen as `mase compress` and `mase search` choose it: after a
 // pretrained start HF Trainer's defaults, which MASE's get_trainer uses
 // (PretrainedConfig: learning rate 5e-5, no warm-up); after a seeded start
 // the setting the model was trained with (TrainConfig: 1e-3 with 10%
