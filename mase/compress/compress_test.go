@@ -120,3 +120,45 @@ func TestSparsitySweep(t *testing.T) {
 		t.Errorf("weight sparsity %v, want 0.5", info)
 	}
 }
+
+func TestBestWidth(t *testing.T) {
+	if _, ok := BestWidth(nil); ok {
+		t.Error("BestWidth of no points")
+	}
+	points := []WidthPoint{{Width: 4, QAT: 0.5}, {Width: 8, QAT: 0.81}, {Width: 16, QAT: 0.83}, {Width: 32, QAT: 0.83}, {Width: 24, QAT: 0.83}}
+	if b, ok := BestWidth(points); !ok || b.Width != 16 {
+		t.Errorf("best %+v: want width 16 (highest QAT accuracy, narrowest on a tie)", b)
+	}
+}
+
+// TestWidthSweepBestSavesTheBestModel: the exported checkpoint is the best
+// width's QAT model (its Linears quantized at that width).
+func TestWidthSweepBestSavesTheBestModel(t *testing.T) {
+	s := smallSession(t)
+	best := filepath.Join(t.TempDir(), "best")
+	points, top, err := s.WidthSweepBest([]int{4, 16}, best, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := BestWidth(points); top != want {
+		t.Errorf("best %+v, want %+v", top, want)
+	}
+	mg, err := checkpoint.Import(best)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quantized := 0
+	for _, r := range passes.QuantizeSummary(mg) {
+		quantized += r.ByType["LinearInteger"]
+	}
+	if quantized != 14 {
+		t.Fatalf("the saved model has %d LinearInteger layers, want 14", quantized)
+	}
+	m, err := s.Evaluate(mg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Accuracy != top.QAT {
+		t.Errorf("saved model's accuracy %.4f, the sweep's %.4f", m.Accuracy, top.QAT)
+	}
+}

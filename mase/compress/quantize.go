@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/plot"
@@ -67,10 +68,54 @@ type WidthPoint struct {
 	QAT       float64 `json:"qat_accuracy"`
 }
 
-// WidthSweep runs PTQ then QAT at every width with frac = width/2 (the
-// seeds' choice), each from a fresh copy of the checkpoint. each, when
-// set, sees every point as it is done.
+// WidthSweep runs PTQ then QAT at every width with frac = width/2, each
+// from a fresh copy of the checkpoint. each, when set, sees every point as
+// it is done.
 func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint, error) {
+	return s.widthSweep(widths, each, nil)
+}
+
+// WidthSweepBest is WidthSweep that also exports the QAT model of the best
+// width (BestWidth) to the checkpoint base best: Lab 1 Task 2 prunes the
+// model Task 1 found best. It returns the points and the best one.
+func (s *Session) WidthSweepBest(widths []int, best string, each func(WidthPoint)) ([]WidthPoint, WidthPoint, error) {
+	var top WidthPoint
+	found := false
+	points, err := s.widthSweep(widths, each, func(p WidthPoint, mg *mase.MaseGraph) error {
+		if found && !betterWidth(p, top) {
+			return nil
+		}
+		top, found = p, true
+		return checkpoint.Export(best, mg, checkpoint.Spec{})
+	})
+	if err != nil {
+		return nil, WidthPoint{}, err
+	}
+	if !found {
+		return nil, WidthPoint{}, fmt.Errorf("width sweep: no widths")
+	}
+	return points, top, nil
+}
+
+// BestWidth is the point Lab 1 Task 2 starts from: the highest accuracy
+// after QAT, the narrower width on a tie (the same accuracy for fewer
+// bits). ok is false for no points.
+func BestWidth(points []WidthPoint) (best WidthPoint, ok bool) {
+	for i, p := range points {
+		if i == 0 || betterWidth(p, best) {
+			best = p
+		}
+	}
+	return best, len(points) > 0
+}
+
+// betterWidth reports whether p beats q as BestWidth ranks them.
+func betterWidth(p, q WidthPoint) bool {
+	return p.QAT > q.QAT || p.QAT == q.QAT && p.Width < q.Width
+}
+
+// widthSweep is WidthSweep; keep, when set, sees every point's QAT model.
+func (s *Session) widthSweep(widths []int, each func(WidthPoint), keep func(WidthPoint, *mase.MaseGraph) error) ([]WidthPoint, error) {
 	var out []WidthPoint
 	for _, w := range widths {
 		if w < 2 || w > 32 {
@@ -87,6 +132,11 @@ func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint,
 		}
 		if p.QAT, err = s.trainAndEvaluate(mg, fmt.Sprintf("QAT, width %d", w), s.SweepProgress); err != nil {
 			return nil, fmt.Errorf("width %d QAT: %w", w, err)
+		}
+		if keep != nil {
+			if err := keep(p, mg); err != nil {
+				return nil, fmt.Errorf("width %d: %w", w, err)
+			}
 		}
 		out = append(out, p)
 		if each != nil {

@@ -196,7 +196,8 @@ func Exists(base string) bool {
 // TrainedStart returns the checkpoint Labs 1–3 start from: Tutorial 2's
 // tutorial_2_lora when the notebook has made it, else a fine-tuned model
 // made now (one epoch of full fine-tuning with Options, saved as
-// tutorial_2_sft) so each lab also runs on its own. It says which.
+// tutorial_2_sft, its start recorded with RecordStart) so each lab also
+// runs on its own. It says which.
 func TrainedStart(progress train.Progress) (base, origin string, err error) {
 	for _, name := range []string{"tutorial_2_lora", "tutorial_2_sft"} {
 		if base, err = Checkpoint(name); err != nil {
@@ -214,6 +215,9 @@ func TrainedStart(progress train.Progress) (base, origin string, err error) {
 	res, err := finetune.Run(o)
 	if err != nil {
 		return "", "", fmt.Errorf("training the starting checkpoint: %w", err)
+	}
+	if err := RecordStart(base, res.Pretrained, res.Start); err != nil {
+		return "", "", err
 	}
 	return base, "a model fine-tuned now (Tutorial 2's SFT step), " + res.Start, nil
 }

@@ -292,6 +292,28 @@ func (s Space) Grid(mg *mase.MaseGraph) (map[string][]any, error) {
 	return grid, nil
 }
 
+// EveryLayer returns the parameters that give every Linear-like layer of
+// mg the type choice (one of Choices), for Study.EnqueueTrial: Lab 3 Task
+// 2 starts each format's study with that trial, so that every format is
+// also measured on the same layers and the formats can be ranked on it.
+// Searched widths are left to the sampler.
+func (s Space) EveryLayer(mg *mase.MaseGraph, choice string) (map[string]any, error) {
+	if !slices.Contains(s.Choices, choice) {
+		return nil, fmt.Errorf("mixedprecision: EveryLayer: %q is not a choice of the space (allowed: %s)", choice, strings.Join(s.Choices, ", "))
+	}
+	grid, err := s.Grid(mg)
+	if err != nil {
+		return nil, err
+	}
+	params := map[string]any{}
+	for name := range grid {
+		if strings.HasSuffix(name, "_type") {
+			params[name] = choice
+		}
+	}
+	return params, nil
+}
+
 // Apply is Tutorial 6's construct_model on a graph: for every Linear-like
 // layer in graph order it suggests "<path>_type" from Choices (and, for an
 // integer layer, "<path>_width" and "<path>_frac_width" when searched),

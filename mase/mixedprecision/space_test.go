@@ -355,3 +355,35 @@ func TestApplyErrors(t *testing.T) {
 		t.Error("LayerTypes(nil)")
 	}
 }
+
+// An enqueued EveryLayer trial quantizes every layer with the format, even
+// under TPE.
+func TestEveryLayer(t *testing.T) {
+	mg := bertGraph(t, 1)
+	space := FormatSpace(quant.Log)
+	if _, err := space.EveryLayer(mg, quant.Binary); err == nil {
+		t.Error("EveryLayer with a format outside the space")
+	}
+	params, err := space.EveryLayer(mg, quant.Log)
+	if err != nil || len(params) != 14 || params["classifier_type"] != quant.Log {
+		t.Fatalf("params %v, %v", params, err)
+	}
+	tpe, err := search.NewTPESampler(search.TPEOptions{Seed: 3, NStartupTrials: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStudy(t, tpe)
+	if _, err := st.EnqueueTrial(params); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
+		_, sum, err := space.Apply(tr, bertGraph(t, 1))
+		return float64(sum.Quantized), err
+	}, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := st.Trials()
+	if len(ts) != 2 || ts[0].Value != 14 {
+		t.Errorf("first trial quantized %v layers, want all 14", ts[0].Value)
+	}
+}

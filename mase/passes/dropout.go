@@ -2,15 +2,16 @@ package passes
 
 import (
 	"fmt"
-	"log/slog"
 	"sort"
 
 	"github.com/gomase/gomase/mase/ir"
 )
 
-// Logger receives the passes' INFO/DEBUG lines (MASE's get_logger).
-// Notebooks and the CLI may replace it.
-var Logger = slog.Default()
+// Logger receives the passes' INFO/DEBUG lines (MASE's get_logger): a
+// line per node a pass changes or skips. It writes to stderr from the
+// level LogEnv names, warnings by default (DefaultLogger). Notebooks and
+// the CLI may replace it.
+var Logger = DefaultLogger()
 
 // IsDropout reports whether n is a dropout: a call of an nn.Dropout
 // module or of the dropout function. (Tutorial 1 tests for "dropout" in
