@@ -196,6 +196,17 @@ func (in CostInput) In(i int) (Operand, error) {
 	return in.Inputs[i], nil
 }
 
+// firstAndOut returns tensor input 0 and the result, or an error naming
+// the node.
+func (in CostInput) firstAndOut() (Operand, Operand, error) {
+	x, err := in.In(0)
+	if err != nil {
+		return Operand{}, Operand{}, err
+	}
+	o, err := in.Out()
+	return x, o, err
+}
+
 func (in CostInput) name() string {
 	if in.Node == nil {
 		return "?"
@@ -517,11 +528,7 @@ func matmulCost(in CostInput) (Cost, error) {
 // element (FlopCounterMode's addmm counts its mm only); the bias add, when
 // there is one, is 1 element-wise FLOP per output element.
 func linearFnCost(in CostInput) (Cost, error) {
-	x, err := in.In(0)
-	if err != nil {
-		return Cost{}, err
-	}
-	o, err := in.Out()
+	x, o, err := in.firstAndOut()
 	if err != nil {
 		return Cost{}, err
 	}
@@ -626,11 +633,7 @@ var activationFLOPs = map[string]int64{
 // scale and add to element-wise (2 per output element). Bytes: the input,
 // every parameter and buffer (a packed layer's words), the output.
 func linearModuleCost(in CostInput) (Cost, error) {
-	x, err := in.In(0)
-	if err != nil {
-		return Cost{}, err
-	}
-	o, err := in.Out()
+	x, o, err := in.firstAndOut()
 	if err != nil {
 		return Cost{}, err
 	}
@@ -712,11 +715,7 @@ func convModuleCost(in CostInput) (Cost, error) {
 // table's storage size: for a packed table its words' share), not the
 // whole table; written: the output.
 func embeddingModuleCost(in CostInput) (Cost, error) {
-	ids, err := in.In(0)
-	if err != nil {
-		return Cost{}, err
-	}
-	o, err := in.Out()
+	ids, o, err := in.firstAndOut()
 	if err != nil {
 		return Cost{}, err
 	}
@@ -789,11 +788,7 @@ func maxPoolCost(in CostInput) (Cost, error) {
 // avgPoolCost is average pooling: one add per input element and one
 // divide per output element.
 func avgPoolCost(in CostInput) (Cost, error) {
-	x, err := in.In(0)
-	if err != nil {
-		return Cost{}, err
-	}
-	o, err := in.Out()
+	x, o, err := in.firstAndOut()
 	if err != nil {
 		return Cost{}, err
 	}

@@ -3,8 +3,6 @@ package perf
 import (
 	"testing"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
@@ -20,11 +18,7 @@ func BenchmarkProfileOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]int32, 8*128)
-	for i := range ids {
-		ids[i] = int32(1000 + i%29000)
-	}
-	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 8, 128)}
+	in := bertTinyIDs(8, 128)
 	for _, mode := range []string{Eager, Compiled} {
 		g, err := trace.Trace(m, []string{"input_ids"})
 		if err != nil {

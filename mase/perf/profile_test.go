@@ -29,11 +29,7 @@ func TestProfileBertTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	mg := &ir.MaseGraph{Model: m, Graph: g}
-	ids := make([]int32, 2*16)
-	for i := range ids {
-		ids[i] = int32(1000 + i)
-	}
-	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 2, 16)}
+	in := bertTinyIDs(2, 16)
 	unit := func(*ir.Node) NodeCost { return NodeCost{Flops: 1, Bytes: 1} }
 	nodes := int64(len(g.Nodes()))
 	for _, mode := range []string{Eager, Compiled} {
@@ -98,4 +94,13 @@ func TestProfileFindings(t *testing.T) {
 			t.Errorf("findings lack %q:\n%s", want, md)
 		}
 	}
+}
+
+// bertTinyIDs is a batch of token ids for bert-tiny.
+func bertTinyIDs(batch, seq int) map[string]*tensors.Tensor {
+	ids := make([]int32, batch*seq)
+	for i := range ids {
+		ids[i] = int32(1000 + i%29000)
+	}
+	return map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}
 }
