@@ -75,6 +75,10 @@ type RunProfile struct {
 	Stages           []StageProfile  `json:"nodes"`
 	Compiles         []CompileRecord `json:"compiles"`
 	Executables      int             `json:"executables"`
+	// CacheHits counts the executable calls, over every run, that found
+	// their executable compiled (shared executables included); the misses
+	// are Compiles.
+	CacheHits int `json:"cache_hits"`
 	// LeafCoverage is the share of the timed runs' span that the leaf
 	// spans (executable calls, host kernels) cover: the rest is the
 	// runner's own work between calls.
@@ -135,8 +139,11 @@ func Profile(workload, mode string, r RecordingRunner, graph *ir.Graph, inputs m
 	var order []string
 	var timed []timeline.Event
 	for _, e := range rec.Events() {
-		if e.Cat == execute.CatCompile {
+		switch e.Cat {
+		case execute.CatCompile:
 			p.Compiles = append(p.Compiles, CompileRecord{Stage: e.Name, Shapes: fmt.Sprint(e.Args["shapes"]), Seconds: e.Dur.Seconds()})
+		case execute.CatExecute:
+			p.CacheHits++
 		}
 		if e.Start < p.timedFrom {
 			continue
@@ -211,7 +218,7 @@ func (p *RunProfile) Format(w io.Writer, top int) {
 	for _, c := range p.Compiles {
 		secs += c.Seconds
 	}
-	fmt.Fprintf(w, "\n%d compiles, %.2f s (first calls: build, compile and one run)\n", len(p.Compiles), secs)
+	fmt.Fprintf(w, "\n%d compiles, %.2f s (first calls: build, compile and one run); %d calls found their executable compiled\n", len(p.Compiles), secs, p.CacheHits)
 }
 
 func clip(s string, n int) string {

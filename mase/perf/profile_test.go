@@ -59,6 +59,9 @@ func TestProfileBertTiny(t *testing.T) {
 			calls += s.Calls
 			staged += s.Flops
 		}
+		if want := calls + firstRunHits(p); p.CacheHits != want {
+			t.Errorf("%s: %d cache hits, want the %d executable calls that compiled nothing", mode, p.CacheHits, want)
+		}
 		if len(p.Compiles) != p.Executables || p.Executables == 0 {
 			t.Errorf("%s: %d compiles recorded, %d executables", mode, len(p.Compiles), p.Executables)
 		}
@@ -103,4 +106,16 @@ func bertTinyIDs(batch, seq int) map[string]*tensors.Tensor {
 		ids[i] = int32(1000 + i%29000)
 	}
 	return map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}
+}
+
+// firstRunHits counts the first run's executable calls that compiled
+// nothing (stages sharing an executable built earlier in that run).
+func firstRunHits(p *RunProfile) int {
+	n := 0
+	for _, e := range p.Recorder().Events() {
+		if e.Start < p.TimedFrom() && e.Cat == execute.CatExecute {
+			n++
+		}
+	}
+	return n
 }
