@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ func cpuModel() string {
 // indexRow is one notebook on the index page.
 type indexRow struct {
 	Name, Title, Status, Time, Link, Error string
+	// Compare links the report's closing table (the lab's numbers beside
+	// the run's), or is empty.
+	Compare string
 	// Class styles the status: ok, failed or pending.
 	Class string
 }
@@ -86,6 +90,9 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 		if r.Report != "" {
 			if rel, err := filepath.Rel(dir, r.Report); err == nil {
 				row.Link = filepath.ToSlash(rel)
+				if id := comparisonAnchor(r.Report); id != "" {
+					row.Compare = row.Link + "#" + id
+				}
 			}
 		}
 		if !r.OK() {
@@ -130,6 +137,36 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 	return path, nil
 }
 
+// comparisonMarker is in the heading of the table labsetup.Comparison
+// ends every report with.
+const comparisonMarker = "numbers beside this run"
+
+// headingID matches an HTML heading's id.
+var headingID = regexp.MustCompile(`<h[1-6][^>]*\sid="([^"]+)"`)
+
+// comparisonAnchor is the id of the last heading before the report's
+// closing comparison table, or "" when the report has none (or cannot be
+// read, or is over 64 MiB).
+func comparisonAnchor(report string) string {
+	if info, err := os.Stat(report); err != nil || info.Size() > 64<<20 {
+		return ""
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndex(s, comparisonMarker)
+	if i < 0 {
+		return ""
+	}
+	ids := headingID.FindAllStringSubmatch(s[:i], -1)
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[len(ids)-1][1]
+}
+
 // titleOf is a notebook's title (its first heading), or name if it cannot
 // be read.
 func titleOf(path, name string) string {
@@ -158,8 +195,8 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-we
 <dt>wall time</dt><dd>{{.Total}} for {{.Count}} notebook(s){{if .Failed}}, {{.Failed}} failed{{end}}{{if .Pending}}; {{.Pending}} still to run (reload this page to follow the run){{end}}</dd>
 </dl>
 <table>
-<tr><th>notebook</th><th>title</th><th>status</th><th>wall time</th></tr>
-{{range .Rows}}<tr><td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Title}}</td><td class="{{.Class}}">{{.Status}}{{if .Error}}<div class="err">{{.Error}}</div>{{end}}</td><td>{{.Time}}</td></tr>
+<tr><th>notebook</th><th>title</th><th>status</th><th>wall time</th><th>the lab's numbers</th></tr>
+{{range .Rows}}<tr><td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Title}}</td><td class="{{.Class}}">{{.Status}}{{if .Error}}<div class="err">{{.Error}}</div>{{end}}</td><td>{{.Time}}</td><td>{{if .Compare}}<a href="{{.Compare}}">beside this run's</a>{{end}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

@@ -32,6 +32,10 @@ func TestWriteIndex(t *testing.T) {
 	if err := os.WriteFile(src, []byte(nb), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	report := `<h1 id="lab-1">Lab 1</h1><h2 id="this-run-beside-the-labs-figures">This run</h2><p><strong>The lab's numbers beside this run's</strong></p>`
+	if err := os.WriteFile(filepath.Join(dir, "lab1.html"), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	results := []Result{
 		{Notebook: src, Name: "lab1", Report: filepath.Join(dir, "lab1.html"), Duration: 75 * time.Second},
 		{Notebook: filepath.Join(dir, "missing.ipynb"), Name: "lab2", Duration: 2 * time.Second, Err: errors.New("cell 3 failed:\npanic")},
@@ -39,7 +43,7 @@ func TestWriteIndex(t *testing.T) {
 	info := IndexInfo{Started: time.Date(2026, 11, 23, 15, 4, 0, 0, time.UTC), Scale: scale.Quick, Machine: "m: cpu, 2 cores", Backend: "go", Commit: "abc123"}
 	page := writeIndex(t, dir, results, info)
 	for _, want := range []string{
-		`<a href="lab1.html">lab1</a>`, "Lab &lt;1&gt; &amp; friends", "1m15s", "2026-11-23 15:04 UTC",
+		`<a href="lab1.html">lab1</a>`, `<a href="lab1.html#this-run-beside-the-labs-figures">beside this run's</a>`, "Lab &lt;1&gt; &amp; friends", "1m15s", "2026-11-23 15:04 UTC",
 		"m: cpu, 2 cores", "abc123", "quick scale", "FAILED", "cell 3 failed:", "1 failed", "2 notebook(s)",
 	} {
 		if !strings.Contains(page, want) {
