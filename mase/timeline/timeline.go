@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ func (r *Recorder) Add(e Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !contains(r.tracks, e.Track) {
+	if !slices.Contains(r.tracks, e.Track) {
 		r.tracks = append(r.tracks, e.Track)
 	}
 	r.events = append(r.events, e)
@@ -109,15 +110,6 @@ func (r *Recorder) Tracks() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.tracks...)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // chromeEvent is one entry of a Chrome trace's traceEvents: a complete

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ func TimelineSVG(events []timeline.Event, from time.Duration, width int) string 
 	var tracks []string
 	for _, e := range evs {
 		t0, t1 = min(t0, e.Start), max(t1, e.End())
-		if !contains(tracks, e.Track) {
+		if !slices.Contains(tracks, e.Track) {
 			tracks = append(tracks, e.Track)
 		}
 	}
@@ -163,15 +164,6 @@ func clip(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // RooflineSVG draws the roofline of pk (the memory slope up to the ridge,
