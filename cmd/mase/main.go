@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
@@ -158,6 +159,7 @@ func oneLine(s string) string {
 }
 
 func main() {
+	backend.TuneGC() // a higher GOGC unless GOGC or GOMEMLIMIT is set (docs/BENCHMARKS.md)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/gomlx/compute"
 
 	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/perf"
 	"github.com/gomase/gomase/mase/trace"
 )
 
-const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--top N] [--json]"
+const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--rewrites all|none|LIST] [--top N] [--json]"
 
 func init() {
 	register(command{
@@ -44,9 +48,14 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the profile as JSON")
 	roofline := fs.Bool("roofline", false, "measure the backend's peaks (a 1024² float32 matmul, an element-wise pass over 64 Mi floats) and place every node on the roofline")
 	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
+	rewriteList := fs.String("rewrites", "none", "compiled-mode rewrites to apply to the graph first, in either mode: all, none, or a comma-separated list of "+strings.Join(compileopt.Names(), ", ")+" (`mase bench compile` applies all)")
 	be := backendFlag(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
+	}
+	rewrites, err := compileopt.ParseSelection(*rewriteList)
+	if err != nil {
+		return fmt.Errorf("--rewrites: %w", err)
 	}
 	if *mode != perf.Eager && *mode != perf.Compiled {
 		return fmt.Errorf("--mode %q: allowed are eager and compiled", *mode)
@@ -78,6 +87,10 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mg := &ir.MaseGraph{Model: m, Graph: g}
+	rep, err := compileopt.OptimizeFor(onBackend, mg, execute.Mode{}, rewrites)
+	if err != nil {
+		return err
+	}
 	cost, _, err := perf.Costs(mg, inputs)
 	if err != nil {
 		return fmt.Errorf("counting the costs: %w", err)
@@ -86,7 +99,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	if *mode == perf.Eager {
 		r, err = execute.NewEagerOn(onBackend, mg, execute.Mode{})
 	} else {
-		r, err = execute.CompileOn(onBackend, mg, execute.Mode{}, false)
+		r, err = compiledRecording(onBackend, mg)
 	}
 	if err != nil {
 		return err
@@ -126,6 +139,9 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}{p, peaks, points})
 	}
 	p.Format(stdout, *top)
+	if len(rewrites) > 0 {
+		fmt.Fprintf(stdout, "rewrites: %s\n", rep)
+	}
 	if peaks != nil {
 		fmt.Fprintf(stdout, "\nroofline: matmul %.1f GFLOP/s (%d²), element-wise %.1f GB/s, ridge %.2f FLOP/byte\n", peaks.MatmulGFlops, peaks.MatmulSize, peaks.CopyGBs, peaks.Ridge)
 		fmt.Fprintf(stdout, "%-44s %12s %10s %12s %s\n", "node", "FLOP/byte", "GFLOP/s", "attainable", "bound")
@@ -137,6 +153,21 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// compiledRecording is compiled mode for mg on be (segments around host
+// kernels when rewrites put some in) with its timeline recorder.
+func compiledRecording(be compute.Backend, mg *ir.MaseGraph) (perf.RecordingRunner, error) {
+	r, err := execute.CompileRunner(be, mg, execute.Mode{})
+	if err != nil {
+		return nil, err
+	}
+	rr, ok := r.(perf.RecordingRunner)
+	if !ok {
+		r.Close()
+		return nil, fmt.Errorf("internal error: compiled mode's %T records no timeline", r)
+	}
+	return rr, nil
 }
 
 // checkTraceTarget refuses a --trace path that is a folder, or an existing

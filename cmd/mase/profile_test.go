@@ -37,3 +37,43 @@ func TestProfileWritesATrace(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileCompiledWithRewrites: --rewrites all profiles compiled mode
+// as `mase bench compile` runs it (segments around the host kernels), the
+// host kernels among the nodes and the FLOPs those of the plain graph;
+// an unknown rewrite is refused.
+func TestProfileCompiledWithRewrites(t *testing.T) {
+	profile := func(rewrites string) (flops int64, ops map[string]bool, executables int) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"profile", "--model", "bert-tiny", "--batch", "2", "--seq", "16", "--runs", "2", "--mode", "compiled", "--rewrites", rewrites, "--json"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("--rewrites %s: exit %d: %s", rewrites, code, stderr.String())
+		}
+		var p struct {
+			Nodes []struct {
+				Op string `json:"op"`
+			} `json:"nodes"`
+			Flops       int64 `json:"flops"`
+			Executables int   `json:"executables"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, stdout.String())
+		}
+		ops = map[string]bool{}
+		for _, n := range p.Nodes {
+			ops[n.Op] = true
+		}
+		return p.Flops, ops, p.Executables
+	}
+	plain, _, _ := profile("none")
+	flops, ops, executables := profile("all")
+	if flops != plain || flops == 0 {
+		t.Errorf("--rewrites all: %d FLOPs, none: %d; want the same", flops, plain)
+	}
+	if !ops["call_function gomase.sdpa_kernel"] || !ops["call_function gomase.gelu_kernel"] || executables < 2 {
+		t.Errorf("--rewrites all: ops %v, %d executables; want the host kernels between compiled segments", ops, executables)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"profile", "--rewrites", "fast_everything"}, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte(`unknown rewrite "fast_everything"`)) {
+		t.Errorf("an unknown rewrite: exit %d, %s", code, stderr.String())
+	}
+}

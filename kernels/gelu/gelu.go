@@ -24,6 +24,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/kernels/internal/hostout"
 )
 
 // Coefficients of erfcc: erfc(z) ≈ t·exp(−z² + c0 + t·(c1 + t·(c2 + …))).
@@ -114,7 +116,7 @@ func Tensor(x *tensors.Tensor) (*tensors.Tensor, error) {
 	if x.DType() != dtypes.Float32 {
 		return nil, fmt.Errorf("gelu.Tensor: %s tensor; the kernel takes Float32 (other dtypes use the backend's GELU)", x.Shape())
 	}
-	out := tensors.FromShape(x.Shape())
+	out := hostout.Like(x, x.Shape())
 	var inner error
 	err := tensors.MutableFlatData(out, func(o []float32) {
 		inner = tensors.ConstFlatData(x, func(in []float32) {

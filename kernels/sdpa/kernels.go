@@ -55,6 +55,10 @@ var (
 	// subnormals kept) into dst.
 	float32ToHalf = float32ToHalfGo
 
+	// transpose writes the [n][D] matrix x transposed into kt ([D][ldk],
+	// ldk ≥ n); columns n and up of kt are left as they are.
+	transpose = transposeGo
+
 	// simdLevel names the instruction set of the kernels in use.
 	simdLevel = "go"
 )
@@ -79,18 +83,19 @@ type kernelSet struct {
 	scaleAddMax   func(dst, src []float32, a float32, b []float32) float32
 	halfToFloat32 func(dst []float32, src []float16.Float16)
 	float32ToHalf func(dst []float16.Float16, src []float32)
+	transpose     func(kt []float32, ldk int, x []float32, n, D int)
 	level         string
 }
 
 // goKernels is the portable set.
-var goKernels = kernelSet{scores4Go, pv4Go, rowMaxGo, expSumGo, scaleAddGo, scaleAddMaxGo, halfToFloat32Go, float32ToHalfGo, "go"}
+var goKernels = kernelSet{scores4Go, pv4Go, rowMaxGo, expSumGo, scaleAddGo, scaleAddMaxGo, halfToFloat32Go, float32ToHalfGo, transposeGo, "go"}
 
 // use installs ks as the kernels in use and returns a function restoring
 // the previous ones.
 func (ks kernelSet) use() (restore func()) {
-	prev := kernelSet{scores4, pv4, rowMax, expSum, scaleAdd, scaleAddMax, halfToFloat32, float32ToHalf, simdLevel}
+	prev := kernelSet{scores4, pv4, rowMax, expSum, scaleAdd, scaleAddMax, halfToFloat32, float32ToHalf, transpose, simdLevel}
 	scores4, pv4, rowMax, expSum, scaleAdd, scaleAddMax = ks.scores4, ks.pv4, ks.rowMax, ks.expSum, ks.scaleAdd, ks.scaleAddMax
-	halfToFloat32, float32ToHalf, simdLevel = ks.halfToFloat32, ks.float32ToHalf, ks.level
+	halfToFloat32, float32ToHalf, transpose, simdLevel = ks.halfToFloat32, ks.float32ToHalf, ks.transpose, ks.level
 	return func() { prev.use() }
 }
 

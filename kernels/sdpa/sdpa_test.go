@@ -173,7 +173,7 @@ func runAgainstReference(t *testing.T) {
 			for _, impl := range []struct {
 				name string
 				fn   func(q, k, v []float32, s Shape, o *Options) ([]float32, error)
-			}{{"Naive", Naive}, {"Fused", Fused}} {
+			}{{"Naive", Naive}, {"Fused", Fused}, {"FusedInto", fusedIntoStale}} {
 				got, err := impl.fn(q, k, v, s, o)
 				if err != nil {
 					t.Fatal(err)
@@ -337,6 +337,9 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s Reference: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
+	if err := FusedInto(make([]float32, s.QSize()-1), q, k, v, s, nil); err == nil || !strings.Contains(err.Error(), "sdpa.FusedInto: out has 143 elements") {
+		t.Errorf("FusedInto, short output: error %v", err)
+	}
 	_, err := FusedFloat16(make([]float16.Float16, 3), nil, nil, s, nil)
 	if err == nil || !strings.Contains(err.Error(), "sdpa.FusedFloat16: q has 3 elements") {
 		t.Errorf("FusedFloat16: error %v", err)
@@ -455,4 +458,52 @@ func FuzzFused(f *testing.F) {
 			compare(t, impl.name+" "+s.String(), got, want, tol32Abs*widen, tol32Rel*widen)
 		}
 	})
+}
+
+// TestTransposeEveryKernelSet checks transpose against the definition on
+// shapes with and without whole 16×16 blocks, in every kernel set, and
+// that it leaves kt's padding columns alone.
+func TestTransposeEveryKernelSet(t *testing.T) {
+	sets := map[string]func() func(){"in use (" + SIMDLevel() + ")": func() func() { return func() {} }}
+	for name, use := range kernelSets {
+		sets[name] = use
+	}
+	for name, use := range sets {
+		restore := use()
+		for _, sh := range [][2]int{{1, 1}, {16, 16}, {128, 64}, {37, 100}, {48, 17}, {15, 32}} {
+			n, D := sh[0], sh[1]
+			ldk := roundUp(n, 16) + 16
+			x := make([]float32, n*D)
+			for i := range x {
+				x[i] = float32(i) + 0.5
+			}
+			kt := make([]float32, D*ldk)
+			for i := range kt {
+				kt[i] = -1
+			}
+			transpose(kt, ldk, x, n, D)
+			for d := 0; d < D; d++ {
+				for j := 0; j < ldk; j++ {
+					want := float32(-1)
+					if j < n {
+						want = x[j*D+d]
+					}
+					if got := kt[d*ldk+j]; got != want {
+						t.Fatalf("%s, n=%d D=%d: kt[%d][%d] = %v, want %v", name, n, D, d, j, got, want)
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
+
+// fusedIntoStale is FusedInto on an output holding stale values (NaN),
+// which it must overwrite everywhere.
+func fusedIntoStale(q, k, v []float32, s Shape, o *Options) ([]float32, error) {
+	out := make([]float32, s.QSize())
+	for i := range out {
+		out[i] = float32(math.NaN())
+	}
+	return out, FusedInto(out, q, k, v, s, o)
 }

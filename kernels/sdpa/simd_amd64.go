@@ -19,6 +19,7 @@ func init() {
 	}
 	switch {
 	case archsimd.X86.AVX512():
+		setTransposeIndices()
 		avx512Kernels.use()
 	case archsimd.X86.AVX2() && archsimd.X86.FMA():
 		avx2Kernels.use()
@@ -27,9 +28,9 @@ func init() {
 
 var (
 	avx2Kernels = kernelSet{scores4AVX2, pv4AVX2, rowMaxAVX2, expSumAVX2, scaleAddAVX2, scaleAddMaxAVX2,
-		halfToFloat32AVX2, float32ToHalfGo, "avx2+fma"}
+		halfToFloat32AVX2, float32ToHalfGo, transposeGo, "avx2+fma"}
 	avx512Kernels = kernelSet{scores4AVX512, pv4AVX512, rowMaxAVX2, expSumAVX512, scaleAddAVX2, scaleAddMaxAVX512,
-		halfToFloat32AVX2, float32ToHalfAVX512, "avx512"}
+		halfToFloat32AVX2, float32ToHalfAVX512, transposeAVX512, "avx512"}
 )
 
 // useAVX2Kernels switches to the AVX2+FMA kernels; it returns a function
@@ -458,5 +459,77 @@ func float32ToHalfAVX512(dst []float16.Float16, src []float32) {
 	}
 	if j < n {
 		float32ToHalfGo(dst[j:], src[j:])
+	}
+}
+
+// transposeIndices[s] are the VPERMI2PS indices of stage s of a 16×16
+// transpose (block size b = 8 >> s): the low result takes a's elements
+// where bit b of the position is clear and b's from b places back where
+// it is set; the high result takes a's from b places on and b's.
+// They are set by setTransposeIndices when the AVX-512 kernels are chosen
+// (building a Uint32x16 needs AVX-512).
+var transposeIndices [4][2]archsimd.Uint32x16
+
+func setTransposeIndices() {
+	for s := range 4 {
+		b := uint32(8 >> s)
+		var lo, hi [16]uint32
+		for e := range uint32(16) {
+			if e&b == 0 {
+				lo[e], hi[e] = e, e+b
+			} else {
+				lo[e], hi[e] = 16+e-b, 16+e
+			}
+		}
+		transposeIndices[s] = [2]archsimd.Uint32x16{archsimd.LoadUint32x16(&lo), archsimd.LoadUint32x16(&hi)}
+	}
+}
+
+// transposeAVX512 transposes 16×16 blocks in registers (four stages of
+// two-source permutes, each swapping off-diagonal sub-blocks), the edges
+// that do not fill a block with transposeGo.
+func transposeAVX512(kt []float32, ldk int, x []float32, n, D int) {
+	n16, d16 := n&^15, D&^15
+	for j0 := 0; j0 < n16; j0 += 16 {
+		for d0 := 0; d0 < d16; d0 += 16 {
+			transpose16(kt[d0*ldk+j0:], ldk, x[j0*D+d0:], D)
+		}
+	}
+	if d16 < D {
+		for j := 0; j < n16; j++ {
+			for d := d16; d < D; d++ {
+				kt[d*ldk+j] = x[j*D+d]
+			}
+		}
+	}
+	if n16 < n {
+		for j := n16; j < n; j++ {
+			for d, v := range x[j*D : (j+1)*D] {
+				kt[d*ldk+j] = v
+			}
+		}
+	}
+}
+
+// transpose16 writes the 16×16 block of x (rows ldx apart) transposed
+// into kt (rows ldk apart).
+func transpose16(kt []float32, ldk int, x []float32, ldx int) {
+	var r [16]f16x
+	for t := range r {
+		r[t] = load16(x[t*ldx:])
+	}
+	for s := range 4 {
+		b := 8 >> s
+		lo, hi := transposeIndices[s][0], transposeIndices[s][1]
+		for i := range 16 {
+			if i&b != 0 {
+				continue
+			}
+			a, c := r[i], r[i+b]
+			r[i], r[i+b] = a.ConcatPermute(c, lo), a.ConcatPermute(c, hi)
+		}
+	}
+	for t := range r {
+		r[t].StoreSlice(kt[t*ldk:])
 	}
 }

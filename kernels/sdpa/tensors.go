@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/gomase/gomase/kernels/internal/hostout"
 )
 
 // FusedTensors runs the fused kernel (Fused, or FusedFloat16) on GoMLX
@@ -43,7 +45,7 @@ func FusedTensors(q, k, v, mask *tensors.Tensor, scale float64, causal bool) (*t
 	if err != nil {
 		return nil, err
 	}
-	out := tensors.FromShape(shapes.Make(qs.DType, qs.Dimensions...))
+	out := hostout.Like(q, shapes.Make(qs.DType, qs.Dimensions...))
 	if qs.DType == dtypes.Float32 {
 		err = runTensors[float32](q, k, v, out, s, &r)
 	} else {

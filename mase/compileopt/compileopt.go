@@ -205,14 +205,26 @@ func Optimize(mg *ir.MaseGraph, mode execute.Mode, selected []string) (*Report, 
 }
 
 // NewCompiled is compiled mode with rewrites: it applies the selected
-// rewrites to mg (in place) and prepares the result with
+// rewrites to mg (in place, OptimizeFor) and prepares the result with
 // execute.CompileRunner on be: one GoMLX computation, or compiled segments
 // around the host kernels.
-//
-// The host-kernel rewrites apply on the Go backend only: elsewhere (XLA)
-// the backend fuses the GoMLX ops itself, attention included, and a graph
-// break would only add transfers; they are reported as skipped.
 func NewCompiled(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, selected []string) (execute.Runner, *Report, error) {
+	rep, err := OptimizeFor(be, mg, mode, selected)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := execute.CompileRunner(be, mg, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, rep, nil
+}
+
+// OptimizeFor is Optimize for a graph that will run on be. The
+// host-kernel rewrites apply on the Go backend only: elsewhere (XLA) the
+// backend fuses the GoMLX ops itself, attention included, and a graph
+// break would only add transfers; they are reported as skipped.
+func OptimizeFor(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, selected []string) (*Report, error) {
 	var kept []string
 	skipped := map[string]string{}
 	for _, name := range selected {
@@ -224,16 +236,12 @@ func NewCompiled(be compute.Backend, mg *ir.MaseGraph, mode execute.Mode, select
 	}
 	rep, err := Optimize(mg, mode, kept)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for name, why := range skipped {
 		rep.Skipped[name] = why
 	}
-	r, err := execute.CompileRunner(be, mg, mode)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, rep, nil
+	return rep, nil
 }
 
 // hostRewrite reports whether the rewrite called name inserts host

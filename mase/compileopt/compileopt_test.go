@@ -281,3 +281,56 @@ func TestMXInt8KernelMatchesPackedModules(t *testing.T) {
 		closeTo(t, "mxint8_kernel", run(t, r, in), want, 1e-6)
 	}
 }
+
+// TestMetadataAndCostsOfTheRewrittenGraph runs the metadata passes on a
+// graph whose rewrites put host kernels in (it cannot run as one
+// computation): every host node gets its result's shape, and the graph
+// costs the FLOPs the untouched graph costs.
+func TestMetadataAndCostsOfTheRewrittenGraph(t *testing.T) {
+	flops := func(rewrite bool) (int64, *ir.MaseGraph) {
+		m, err := models.NewBertTiny(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := trace.Trace(m, []string{"input_ids", "attention_mask"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mg := &ir.MaseGraph{Model: m, Graph: g}
+		if rewrite {
+			if _, err := compileopt.Optimize(mg, execute.Mode{}, compileopt.Names()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := passes.InitMetadata(mg); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: bertInputs()}); err != nil {
+			t.Fatal(err)
+		}
+		_, info, err := passes.AddCostMetadata(mg, passes.CostArgs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info["summary"].(*passes.CostSummary).Total.FLOPs, mg
+	}
+	plain, _ := flops(false)
+	rewritten, mg := flops(true)
+	hosts := 0
+	for _, n := range mg.Graph.Nodes() {
+		if n.Op != ir.CallFunction || !strings.HasPrefix(n.Target, "gomase.") {
+			continue
+		}
+		hosts++
+		out := n.Meta.Common.Results.Get("data_out_0")
+		if out == nil || len(out.Shape) == 0 {
+			t.Errorf("host node %s: no result shape recorded", n.Name)
+		}
+	}
+	if hosts != 4 {
+		t.Fatalf("%d host nodes after every rewrite, want 4 (two attentions, two GELUs)", hosts)
+	}
+	if rewritten != plain || plain == 0 {
+		t.Fatalf("rewritten graph costs %d FLOPs, the untouched one %d: want the same, non-zero", rewritten, plain)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -66,12 +67,7 @@ func AddCommonMetadata(mg *ir.MaseGraph, args CommonMetadataArgs) (*ir.MaseGraph
 	if err != nil {
 		return nil, nil, err
 	}
-	run, err := execute.CompileOn(be, mg, execute.Mode{}, true)
-	if err != nil {
-		return nil, nil, fmt.Errorf("add_common_metadata: %w", err)
-	}
-	defer run.Close()
-	vals, err := run.RunCapture(args.DummyIn)
+	vals, err := captureValues(be, mg, args.DummyIn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("add_common_metadata: running the dummy input: %w", err)
 	}
@@ -92,6 +88,21 @@ func AddCommonMetadata(mg *ir.MaseGraph, args CommonMetadataArgs) (*ir.MaseGraph
 	}
 	mg.Graph.Meta.NodesIn, mg.Graph.Meta.NodesOut = in, out
 	return mg, Info{}, nil
+}
+
+// captureValues runs mg once on in and returns every node's value: as one
+// computation, or a node at a time when host kernels (graph breaks) make
+// that impossible.
+func captureValues(be compute.Backend, mg *ir.MaseGraph, in map[string]*tensors.Tensor) (map[*ir.Node]any, error) {
+	if execute.HasGraphBreaks(mg.Graph) {
+		return execute.CaptureOn(be, mg, in)
+	}
+	run, err := execute.CompileOn(be, mg, execute.Mode{}, true)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	return run.RunCapture(in)
 }
 
 // releaseCaptured frees the device copies of captured values: with keep,
