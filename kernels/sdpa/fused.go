@@ -112,7 +112,7 @@ func newWorkspace(s Shape, half bool) *workspace {
 // items are heads, or chunks of a head's query rows when there are too
 // few heads to keep every goroutine busy.
 func fused[T element](q, k, v, out []T, s Shape, r *resolved) {
-	D, qn, kn := s.HeadDim, s.SeqQ*s.HeadDim, s.SeqK*s.HeadDim
+	D := s.HeadDim
 	heads := s.Batch * s.Heads
 	rowsPerItem := s.SeqQ
 	if heads < 2*runtime.GOMAXPROCS(0) {
@@ -128,35 +128,78 @@ func fused[T element](q, k, v, out []T, s Shape, r *resolved) {
 			wss[w] = ws
 		}
 		bh := item / chunks
+		b, h := bh/s.Heads, bh%s.Heads
 		i0 := item % chunks * rowsPerItem
-		i1 := min(i0+rowsPerItem, s.SeqQ)
+		n := min(i0+rowsPerItem, s.SeqQ) - i0
 		if ws.head != bh {
-			ws.load(toFloat32(ws.k, k[bh*kn:(bh+1)*kn]), toFloat32(ws.v, v[bh*kn:(bh+1)*kn]), bh/s.Heads, s, r)
+			off, ld := headRows(s, r, b, h, s.SeqK)
+			kh, ldk := rowsFloat32(ws.k, k, off, ld, s.SeqK, D)
+			vh, ldv := rowsFloat32(ws.v, v, off, ld, s.SeqK, D)
+			ws.load(kh, ldk, vh, ldv, b, s, r)
 			ws.head = bh
 		}
-		var qbuf []float32
-		if half {
-			qbuf = ws.q[i0*D : i1*D]
-		}
-		qh := toFloat32(qbuf, q[bh*qn+i0*D:bh*qn+i1*D])
-		oh := out[bh*qn+i0*D : bh*qn+i1*D]
-		if o32, ok := any(oh).([]float32); ok {
-			fusedRows(ws, qh, o32, i0, s, r)
+		off, ld := headRows(s, r, b, h, s.SeqQ)
+		off += i0 * ld
+		qh, ldq := rowsFloat32(ws.q, q, off, ld, n, D)
+		if o32, ok := any(out).([]float32); ok {
+			fusedRows(ws, qh, ldq, o32[off:], ld, n, i0, s, r)
 			return
 		}
-		fusedRows(ws, qh, ws.out[:len(oh)], i0, s, r)
-		fromFloat32(oh, ws.out[:len(oh)])
+		fusedRows(ws, qh, ldq, ws.out, D, n, i0, s, r)
+		storeRows(out, off, ld, ws.out, n, D)
 	})
 }
 
-// load brings one head's k and v (batch b) into the workspace: K
-// transposed, V padded (the padding stays zero), and the key bias row.
-func (ws *workspace) load(k, v []float32, b int, s Shape, r *resolved) {
+// headRows locates head h of batch b in a q, k, v or output tensor of seq
+// rows per head: row i starts at off + i·ld.
+func headRows(s Shape, r *resolved, b, h, seq int) (off, ld int) {
+	if r.seqMajor {
+		return (b*seq*s.Heads + h) * s.HeadDim, s.Heads * s.HeadDim
+	}
+	return (b*s.Heads + h) * seq * s.HeadDim, s.HeadDim
+}
+
+// rowsFloat32 returns n rows of D elements of x, row i at off + i·ld, as
+// float32 rows and their stride: x itself from off, or (float16) the rows
+// converted into buf, D apart.
+func rowsFloat32[T element](buf []float32, x []T, off, ld, n, D int) ([]float32, int) {
+	switch x := any(x).(type) {
+	case []float32:
+		return x[off : off+(n-1)*ld+D], ld
+	case []float16.Float16:
+		if ld == D {
+			halfToFloat32(buf[:n*D], x[off:off+n*D])
+			return buf, D
+		}
+		for i := range n {
+			halfToFloat32(buf[i*D:(i+1)*D], x[off+i*ld:off+i*ld+D])
+		}
+		return buf, D
+	}
+	panic("sdpa: unsupported element type")
+}
+
+// storeRows rounds n float32 rows of src (D apart) into dst's rows at off
+// + i·ld.
+func storeRows[T element](dst []T, off, ld int, src []float32, n, D int) {
+	if ld == D {
+		fromFloat32(dst[off:off+n*D], src[:n*D])
+		return
+	}
+	for i := range n {
+		fromFloat32(dst[off+i*ld:off+i*ld+D], src[i*D:(i+1)*D])
+	}
+}
+
+// load brings one head's k and v (batch b; rows ldk and ldv apart) into
+// the workspace: K transposed, V padded (the padding stays zero), and the
+// key bias row.
+func (ws *workspace) load(k []float32, ldkIn int, v []float32, ldv int, b int, s Shape, r *resolved) {
 	Sk, D := s.SeqK, s.HeadDim
 	ldk, dp := roundUp(Sk, 16), roundUp(D, 16)
-	transpose(ws.kt, ldk, k, Sk, D)
+	transpose(ws.kt, ldk, k, ldkIn, Sk, D)
 	for j := 0; j < Sk; j++ {
-		copy(ws.vs[j*dp:j*dp+D], v[j*D:(j+1)*D])
+		copy(ws.vs[j*dp:j*dp+D], v[j*ldv:j*ldv+D])
 	}
 	if ws.biasB != b {
 		r.keyBiasRow(ws.bias, b, Sk)
@@ -164,11 +207,10 @@ func (ws *workspace) load(k, v []float32, b int, s Shape, r *resolved) {
 	}
 }
 
-// fusedRows computes the query rows q ([n][HeadDim], rows first..first+n-1
-// of the head loaded in ws) into out ([n][HeadDim]).
-func fusedRows(ws *workspace, q, out []float32, first int, s Shape, r *resolved) {
+// fusedRows computes n query rows (row i at q[i·ldq:], rows first..
+// first+n-1 of the head loaded in ws) into out (row i at out[i·ldo:]).
+func fusedRows(ws *workspace, q []float32, ldq int, out []float32, ldo, n, first int, s Shape, r *resolved) {
 	Sk, D := s.SeqK, s.HeadDim
-	n := len(q) / D
 	ldk, dp := roundUp(Sk, 16), roundUp(D, 16)
 	negInf := float32(math.Inf(-1))
 	kt, vs := ws.kt, ws.vs
@@ -180,7 +222,7 @@ func fusedRows(ws *workspace, q, out []float32, first int, s Shape, r *resolved)
 		var m, l [4]float32
 		for rr := range 4 {
 			i := i0 + min(rr, rows-1)
-			qr[rr] = q[i*D : (i+1)*D]
+			qr[rr] = q[i*ldq : i*ldq+D]
 			m[rr] = negInf
 		}
 		kEnd := Sk
@@ -227,7 +269,7 @@ func fusedRows(ws *workspace, q, out []float32, first int, s Shape, r *resolved)
 			pv4(&ws.o, &corr, &st, vs[j0*dp:], dp, nj, dp)
 		}
 		for rr := 0; rr < rows; rr++ {
-			dst := out[(i0+rr)*D : (i0+rr+1)*D]
+			dst := out[(i0+rr)*ldo : (i0+rr)*ldo+D]
 			if l[rr] == 0 {
 				clear(dst)
 				continue
@@ -238,17 +280,17 @@ func fusedRows(ws *workspace, q, out []float32, first int, s Shape, r *resolved)
 }
 
 // transposeGo is transpose (kernels.go) in portable Go.
-func transposeGo(kt []float32, ldk int, x []float32, n, D int) {
+func transposeGo(kt []float32, ldk int, x []float32, ldx, n, D int) {
 	j := 0
 	for ; j+4 <= n; j += 4 {
-		x0, x1, x2, x3 := x[j*D:(j+1)*D], x[(j+1)*D:(j+2)*D], x[(j+2)*D:(j+3)*D], x[(j+3)*D:(j+4)*D]
+		x0, x1, x2, x3 := x[j*ldx:j*ldx+D], x[(j+1)*ldx:(j+1)*ldx+D], x[(j+2)*ldx:(j+2)*ldx+D], x[(j+3)*ldx:(j+3)*ldx+D]
 		for d := range x0 {
 			t := kt[d*ldk+j : d*ldk+j+4]
 			t[0], t[1], t[2], t[3] = x0[d], x1[d], x2[d], x3[d]
 		}
 	}
 	for ; j < n; j++ {
-		for d, v := range x[j*D : (j+1)*D] {
+		for d, v := range x[j*ldx : j*ldx+D] {
 			kt[d*ldk+j] = v
 		}
 	}

@@ -261,3 +261,41 @@ func TestGraphErrors(t *testing.T) {
 		t.Errorf("FusedTensors scale +Inf: error %v", err)
 	}
 }
+
+// TestFusedTensorsSeqMajor: the seq-major tensor entry point gives, in the
+// [batch, seq, heads, head_dim] layout, what FusedTensors gives for the
+// transposed tensors, mask included; a head-major shape whose axes do not
+// match is refused.
+func TestFusedTensorsSeqMajor(t *testing.T) {
+	s := NewShape(2, 3, 9, 11, 16)
+	q, k, v := randomInputs(s, rand.New(rand.NewPCG(3, 4)))
+	mask := make([]float32, s.Batch*s.SeqK)
+	mask[3] = -1e4
+	maskT := tensors.FromFlatDataAndDimensions(mask, s.Batch, s.SeqK)
+	want, err := FusedTensors(tensors.FromFlatDataAndDimensions(q, 2, 3, 9, 16), tensors.FromFlatDataAndDimensions(k, 2, 3, 11, 16),
+		tensors.FromFlatDataAndDimensions(v, 2, 3, 11, 16), maskT, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := func(x []float32, n int) *tensors.Tensor {
+		return tensors.FromFlatDataAndDimensions(swapAxes12(x, 2, 3, n, 16), 2, n, 3, 16)
+	}
+	got, err := FusedTensorsSeqMajor(seq(q, 9), seq(k, 11), seq(v, 11), maskT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dims := got.Shape().Dimensions; len(dims) != 4 || dims[1] != 9 || dims[2] != 3 {
+		t.Fatalf("output %s, want [2 9 3 16]", got.Shape())
+	}
+	back := swapAxes12(tensors.MustCopyFlatData[float32](got), 2, 9, 3, 16)
+	w := tensors.MustCopyFlatData[float32](want)
+	for i := range w {
+		if back[i] != w[i] {
+			t.Fatalf("element %d: %v seq-major, %v head-major", i, back[i], w[i])
+		}
+	}
+	_, err = FusedTensorsSeqMajor(seq(q, 9), tensors.FromFlatDataAndDimensions(k, 2, 3, 11, 16), tensors.FromFlatDataAndDimensions(v, 2, 3, 11, 16), nil, 0)
+	if err == nil || !strings.Contains(err.Error(), "sdpa.FusedTensorsSeqMajor") || !strings.Contains(err.Error(), "[batch, seq_q, heads, head_dim]") {
+		t.Fatalf("mismatched heads: error %v", err)
+	}
+}

@@ -55,8 +55,8 @@ var (
 	// subnormals kept) into dst.
 	float32ToHalf = float32ToHalfGo
 
-	// transpose writes the [n][D] matrix x transposed into kt ([D][ldk],
-	// ldk ≥ n); columns n and up of kt are left as they are.
+	// transpose writes the n×D matrix x (rows ldx apart) transposed into
+	// kt ([D][ldk], ldk ≥ n); columns n and up of kt are left as they are.
 	transpose = transposeGo
 
 	// simdLevel names the instruction set of the kernels in use.
@@ -83,7 +83,7 @@ type kernelSet struct {
 	scaleAddMax   func(dst, src []float32, a float32, b []float32) float32
 	halfToFloat32 func(dst []float32, src []float16.Float16)
 	float32ToHalf func(dst []float16.Float16, src []float32)
-	transpose     func(kt []float32, ldk int, x []float32, n, D int)
+	transpose     func(kt []float32, ldk int, x []float32, ldx, n, D int)
 	level         string
 }
 

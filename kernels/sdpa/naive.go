@@ -21,6 +21,9 @@ func Naive(q, k, v []float32, s Shape, o *Options) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.seqMajor {
+		return viaHeadMajor(q, k, v, s, o, Naive)
+	}
 	return naive(q, k, v, s, &r), nil
 }
 
@@ -31,6 +34,9 @@ func NaiveFloat16(q, k, v []float16.Float16, s Shape, o *Options) ([]float16.Flo
 	r, err := check("NaiveFloat16", s, len(q), len(k), len(v), o)
 	if err != nil {
 		return nil, err
+	}
+	if r.seqMajor {
+		return viaHeadMajor(q, k, v, s, o, NaiveFloat16)
 	}
 	q32, k32, v32 := make([]float32, len(q)), make([]float32, len(k)), make([]float32, len(v))
 	qn, kn := s.SeqQ*s.HeadDim, s.SeqK*s.HeadDim
@@ -62,7 +68,7 @@ func naive(q, k, v []float32, s Shape, r *resolved) []float32 {
 			kts[w] = make([]float32, D*ldk)
 		}
 		kt := kts[w]
-		transpose(kt, ldk, k[bh*kn:(bh+1)*kn], Sk, D)
+		transpose(kt, ldk, k[bh*kn:(bh+1)*kn], D, Sk, D)
 		qh, sh := q[bh*qn:(bh+1)*qn], scores[bh*sn:(bh+1)*sn]
 		var qr, dst rows4
 		for i0 := 0; i0 < Sq; i0 += 4 {

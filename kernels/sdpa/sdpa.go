@@ -82,14 +82,22 @@ type Options struct {
 	// KeyMask is an optional boolean key-padding mask of shape
 	// [Batch, SeqK]: true means attend, false means ignore the key.
 	KeyMask []bool
+
+	// SeqMajor says q, k, v and the output are laid out [batch, seq,
+	// heads, head_dim] — a Linear's output split into heads, before the
+	// transpose that attention usually takes — instead of [batch, heads,
+	// seq, head_dim]. Fused reads and writes that layout in place; Naive
+	// and Reference transpose to and from it.
+	SeqMajor bool
 }
 
 // resolved holds validated options in the form the kernels use.
 type resolved struct {
-	scale   float64
-	causal  bool
-	keyBias []float32
-	keyMask []bool
+	scale    float64
+	causal   bool
+	seqMajor bool
+	keyBias  []float32
+	keyMask  []bool
 }
 
 // check validates the shape, the lengths of q, k, v and the options, and
@@ -122,7 +130,7 @@ func check(fn string, s Shape, nq, nk, nv int, o *Options) (resolved, error) {
 		}
 		r.scale = o.Scale
 	}
-	r.causal = o.Causal
+	r.causal, r.seqMajor = o.Causal, o.SeqMajor
 	if o.KeyBias != nil {
 		if len(o.KeyBias) != s.Batch*s.SeqK {
 			return r, fmt.Errorf("sdpa.%s: KeyBias has %d elements; a key-padding mask is [batch, seq_k] = [%d %d] (%d elements)",
@@ -166,6 +174,9 @@ func Reference(q, k, v []float64, s Shape, o *Options) ([]float64, error) {
 	r, err := check("Reference", s, len(q), len(k), len(v), o)
 	if err != nil {
 		return nil, err
+	}
+	if r.seqMajor {
+		return viaHeadMajor(q, k, v, s, o, Reference)
 	}
 	D, Sq, Sk := s.HeadDim, s.SeqQ, s.SeqK
 	out := make([]float64, s.QSize())
@@ -221,4 +232,34 @@ func Reference(q, k, v []float64, s Shape, o *Options) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// viaHeadMajor runs fn, an implementation for the head-major layout, on
+// validated seq-major q, k and v: transposed copies in, the output
+// transposed back.
+func viaHeadMajor[T any](q, k, v []T, s Shape, o *Options, fn func(q, k, v []T, s Shape, o *Options) ([]T, error)) ([]T, error) {
+	ho := *o
+	ho.SeqMajor = false
+	B, H, D := s.Batch, s.Heads, s.HeadDim
+	out, err := fn(swapAxes12(q, B, s.SeqQ, H, D), swapAxes12(k, B, s.SeqK, H, D), swapAxes12(v, B, s.SeqK, H, D), s, &ho)
+	if err != nil {
+		return nil, err
+	}
+	return swapAxes12(out, B, H, s.SeqQ, D), nil
+}
+
+// swapAxes12 returns x ([n0][n1][n2][d]) with its middle axes swapped:
+// [n0][n2][n1][d].
+func swapAxes12[T any](x []T, n0, n1, n2, d int) []T {
+	out := make([]T, len(x))
+	for a := range n0 {
+		for i := range n1 {
+			for j := range n2 {
+				src := ((a*n1+i)*n2 + j) * d
+				dst := ((a*n2+j)*n1 + i) * d
+				copy(out[dst:dst+d], x[src:src+d])
+			}
+		}
+	}
+	return out
 }

@@ -470,10 +470,10 @@ func TestTransposeEveryKernelSet(t *testing.T) {
 	}
 	for name, use := range sets {
 		restore := use()
-		for _, sh := range [][2]int{{1, 1}, {16, 16}, {128, 64}, {37, 100}, {48, 17}, {15, 32}} {
-			n, D := sh[0], sh[1]
+		for _, sh := range [][3]int{{1, 1, 1}, {16, 16, 16}, {128, 64, 64}, {37, 100, 100}, {48, 17, 17}, {15, 32, 32}, {40, 64, 128}, {33, 20, 60}} {
+			n, D, ldx := sh[0], sh[1], sh[2]
 			ldk := roundUp(n, 16) + 16
-			x := make([]float32, n*D)
+			x := make([]float32, n*ldx)
 			for i := range x {
 				x[i] = float32(i) + 0.5
 			}
@@ -481,12 +481,12 @@ func TestTransposeEveryKernelSet(t *testing.T) {
 			for i := range kt {
 				kt[i] = -1
 			}
-			transpose(kt, ldk, x, n, D)
+			transpose(kt, ldk, x, ldx, n, D)
 			for d := 0; d < D; d++ {
 				for j := 0; j < ldk; j++ {
 					want := float32(-1)
 					if j < n {
-						want = x[j*D+d]
+						want = x[j*ldx+d]
 					}
 					if got := kt[d*ldk+j]; got != want {
 						t.Fatalf("%s, n=%d D=%d: kt[%d][%d] = %v, want %v", name, n, D, d, j, got, want)
@@ -506,4 +506,66 @@ func fusedIntoStale(q, k, v []float32, s Shape, o *Options) ([]float32, error) {
 		out[i] = float32(math.NaN())
 	}
 	return out, FusedInto(out, q, k, v, s, o)
+}
+
+// TestSeqMajorLayout: every implementation given q, k and v laid out
+// [batch, seq, heads, head_dim] (SeqMajor) returns, in that layout, what
+// it returns for the same values laid out [batch, heads, seq, head_dim]:
+// the same numbers to the bit, with masks, causal rows, several query
+// chunks per head and a head_dim that is not a multiple of 16.
+func TestSeqMajorLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, s := range []Shape{NewShape(2, 3, 5, 7, 8), NewShape(1, 2, 130, 70, 100), NewShape(3, 1, 16, 16, 64)} {
+		q, k, v := randomInputs(s, rng)
+		bias := make([]float32, s.Batch*s.SeqK)
+		bias[len(bias)-1] = -1e4
+		for _, o := range []Options{{}, {Causal: true}, {KeyBias: bias, Scale: 0.3}} {
+			seq := o
+			seq.SeqMajor = true
+			B, H, D := s.Batch, s.Heads, s.HeadDim
+			qs, ks, vs := swapAxes12(q, B, H, s.SeqQ, D), swapAxes12(k, B, H, s.SeqK, D), swapAxes12(v, B, H, s.SeqK, D)
+			for _, impl := range []struct {
+				name string
+				fn   func(q, k, v []float32, s Shape, o *Options) ([]float32, error)
+			}{{"Naive", Naive}, {"Fused", Fused}, {"FusedInto", fusedIntoStale}, {"FusedFloat16", widenHalf(FusedFloat16)}, {"NaiveFloat16", widenHalf(NaiveFloat16)}} {
+				want, err := impl.fn(q, k, v, s, &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := impl.fn(qs, ks, vs, s, &seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = swapAxes12(got, B, s.SeqQ, H, D)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %s %+v: element %d is %v seq-major, %v head-major", impl.name, s, o, i, got[i], want[i])
+					}
+				}
+			}
+			want, _ := Reference(to64(q), to64(k), to64(v), s, &o)
+			got, err := Reference(to64(qs), to64(ks), to64(vs), s, &seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = swapAxes12(got, B, s.SeqQ, H, D)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("Reference %s %+v: element %d is %v seq-major, %v head-major", s, o, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// widenHalf runs a float16 implementation on float32 values (rounded to
+// float16 on the way in, widened on the way out).
+func widenHalf(fn func(q, k, v []float16.Float16, s Shape, o *Options) ([]float16.Float16, error)) func(q, k, v []float32, s Shape, o *Options) ([]float32, error) {
+	return func(q, k, v []float32, s Shape, o *Options) ([]float32, error) {
+		out, err := fn(toHalf(q), toHalf(k), toHalf(v), s, o)
+		if err != nil {
+			return nil, err
+		}
+		return fromHalf(out), nil
+	}
 }

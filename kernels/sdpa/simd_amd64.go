@@ -488,23 +488,23 @@ func setTransposeIndices() {
 // transposeAVX512 transposes 16×16 blocks in registers (four stages of
 // two-source permutes, each swapping off-diagonal sub-blocks), the edges
 // that do not fill a block with transposeGo.
-func transposeAVX512(kt []float32, ldk int, x []float32, n, D int) {
+func transposeAVX512(kt []float32, ldk int, x []float32, ldx, n, D int) {
 	n16, d16 := n&^15, D&^15
 	for j0 := 0; j0 < n16; j0 += 16 {
 		for d0 := 0; d0 < d16; d0 += 16 {
-			transpose16(kt[d0*ldk+j0:], ldk, x[j0*D+d0:], D)
+			transpose16(kt[d0*ldk+j0:], ldk, x[j0*ldx+d0:], ldx)
 		}
 	}
 	if d16 < D {
 		for j := 0; j < n16; j++ {
 			for d := d16; d < D; d++ {
-				kt[d*ldk+j] = x[j*D+d]
+				kt[d*ldk+j] = x[j*ldx+d]
 			}
 		}
 	}
 	if n16 < n {
 		for j := n16; j < n; j++ {
-			for d, v := range x[j*D : (j+1)*D] {
+			for d, v := range x[j*ldx : j*ldx+D] {
 				kt[d*ldk+j] = v
 			}
 		}

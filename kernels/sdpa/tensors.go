@@ -23,25 +23,43 @@ import (
 // (true = attend) or Float32/Float16/Float64 (added to the scaled scores).
 // scale 0 selects 1/√head_dim; causal restricts query i to keys j ≤ i.
 func FusedTensors(q, k, v, mask *tensors.Tensor, scale float64, causal bool) (*tensors.Tensor, error) {
+	return fusedTensors("FusedTensors", q, k, v, mask, &Options{Scale: scale, Causal: causal})
+}
+
+// FusedTensorsSeqMajor is FusedTensors (not causal) on q
+// [batch, seq_q, heads, head_dim] and k, v [batch, seq_k, heads, head_dim],
+// the result in q's layout: attention read straight from the Linear
+// projections split into heads, and written in the layout the output
+// projection reads, with no transposes on either side.
+func FusedTensorsSeqMajor(q, k, v, mask *tensors.Tensor, scale float64) (*tensors.Tensor, error) {
+	return fusedTensors("FusedTensorsSeqMajor", q, k, v, mask, &Options{Scale: scale, SeqMajor: true})
+}
+
+// fusedTensors is FusedTensors and FusedTensorsSeqMajor (fn names the
+// caller in errors); o holds the scale and the flags.
+func fusedTensors(fn string, q, k, v, mask *tensors.Tensor, o *Options) (*tensors.Tensor, error) {
 	if q == nil || k == nil || v == nil {
-		return nil, fmt.Errorf("sdpa.FusedTensors: q, k and v must all be given")
+		return nil, fmt.Errorf("sdpa.%s: q, k and v must all be given", fn)
 	}
 	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
+	seqAxis, headAxis, layout := 2, 1, "[batch, heads, seq_q, head_dim] and k, v both [batch, heads, seq_k, head_dim]"
+	if o.SeqMajor {
+		seqAxis, headAxis, layout = 1, 2, "[batch, seq_q, heads, head_dim] and k, v both [batch, seq_k, heads, head_dim]"
+	}
 	if qs.Rank() != 4 || !ks.Equal(vs) || ks.Rank() != 4 ||
-		ks.Dimensions[0] != qs.Dimensions[0] || ks.Dimensions[1] != qs.Dimensions[1] || ks.Dimensions[3] != qs.Dimensions[3] {
-		return nil, fmt.Errorf("sdpa.FusedTensors: q %s, k %s, v %s: want q [batch, heads, seq_q, head_dim] and k, v both [batch, heads, seq_k, head_dim]", qs, ks, vs)
+		ks.Dimensions[0] != qs.Dimensions[0] || ks.Dimensions[headAxis] != qs.Dimensions[headAxis] || ks.Dimensions[3] != qs.Dimensions[3] {
+		return nil, fmt.Errorf("sdpa.%s: q %s, k %s, v %s: want q %s", fn, qs, ks, vs, layout)
 	}
 	if (qs.DType != dtypes.Float32 && qs.DType != dtypes.Float16) || ks.DType != qs.DType {
-		return nil, fmt.Errorf("sdpa.FusedTensors: q %s, k %s, v %s: the dtype must be Float32 or Float16 for all three", qs, ks, vs)
+		return nil, fmt.Errorf("sdpa.%s: q %s, k %s, v %s: the dtype must be Float32 or Float16 for all three", fn, qs, ks, vs)
 	}
-	s := NewShape(qs.Dimensions[0], qs.Dimensions[1], qs.Dimensions[2], ks.Dimensions[2], qs.Dimensions[3])
-	o := &Options{Scale: scale, Causal: causal}
+	s := NewShape(qs.Dimensions[0], qs.Dimensions[headAxis], qs.Dimensions[seqAxis], ks.Dimensions[seqAxis], qs.Dimensions[3])
 	if mask != nil {
-		if err := tensorMask(o, mask, s); err != nil {
+		if err := tensorMask(fn, o, mask, s); err != nil {
 			return nil, err
 		}
 	}
-	r, err := check("FusedTensors", s, qs.Size(), ks.Size(), vs.Size(), o)
+	r, err := check(fn, s, qs.Size(), ks.Size(), vs.Size(), o)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +70,8 @@ func FusedTensors(q, k, v, mask *tensors.Tensor, scale float64, causal bool) (*t
 		err = runTensors[float16.Float16](q, k, v, out, s, &r)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sdpa.FusedTensors: %w", err)
+		out.FinalizeAll()
+		return nil, fmt.Errorf("sdpa.%s: %w", fn, err)
 	}
 	return out, nil
 }
@@ -98,14 +117,14 @@ func withFlatData[T element](flat [][]T, ts []*tensors.Tensor, fn func(flat [][]
 
 // tensorMask sets o.KeyMask or o.KeyBias from a mask tensor of shape
 // [batch, seq_k] or [batch, 1, 1, seq_k].
-func tensorMask(o *Options, mask *tensors.Tensor, s Shape) error {
+func tensorMask(fn string, o *Options, mask *tensors.Tensor, s Shape) error {
 	ms := mask.Shape()
 	dims := ms.Dimensions
 	ok := len(dims) == 2 && dims[0] == s.Batch && dims[1] == s.SeqK ||
 		len(dims) == 4 && dims[0] == s.Batch && dims[1] == 1 && dims[2] == 1 && dims[3] == s.SeqK
 	if !ok {
-		return fmt.Errorf("sdpa.FusedTensors: mask %s: the kernel takes a key-padding mask [batch, seq_k] = [%d %d] or [batch, 1, 1, seq_k] = [%d 1 1 %d]",
-			ms, s.Batch, s.SeqK, s.Batch, s.SeqK)
+		return fmt.Errorf("sdpa.%s: mask %s: the kernel takes a key-padding mask [batch, seq_k] = [%d %d] or [batch, 1, 1, seq_k] = [%d 1 1 %d]",
+			fn, ms, s.Batch, s.SeqK, s.Batch, s.SeqK)
 	}
 	var err error
 	switch ms.DType {
@@ -128,10 +147,10 @@ func tensorMask(o *Options, mask *tensors.Tensor, s Shape) error {
 			}
 		}
 	default:
-		return fmt.Errorf("sdpa.FusedTensors: mask %s: the dtype must be Bool (true = attend) or Float32, Float16, Float64 (added to the scores)", ms)
+		return fmt.Errorf("sdpa.%s: mask %s: the dtype must be Bool (true = attend) or Float32, Float16, Float64 (added to the scores)", fn, ms)
 	}
 	if err != nil {
-		return fmt.Errorf("sdpa.FusedTensors: reading mask %s: %w", ms, err)
+		return fmt.Errorf("sdpa.%s: reading mask %s: %w", fn, ms, err)
 	}
 	return nil
 }

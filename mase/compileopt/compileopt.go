@@ -257,7 +257,7 @@ func hostRewrite(name string) bool {
 
 // replaceNode puts a new node computing the same value as old right after
 // it, moves old's users to it and erases old.
-func replaceNode(g *ir.Graph, old *ir.Node, op ir.OpKind, target string, args []any, kwargs map[string]any) error {
+func replaceNode(g *ir.Graph, old *ir.Node, op ir.OpKind, target string, args []any, kwargs map[string]any) (*ir.Node, error) {
 	var repl *ir.Node
 	err := g.InsertingAfter(old, func() error {
 		var err error
@@ -265,10 +265,10 @@ func replaceNode(g *ir.Graph, old *ir.Node, op ir.OpKind, target string, args []
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := old.ReplaceAllUsesWith(repl); err != nil {
-		return err
+		return nil, err
 	}
-	return g.EraseNode(old)
+	return repl, g.EraseNode(old)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/trace"
 )
@@ -104,6 +105,18 @@ func TestAllRewritesOnBertMatchEager(t *testing.T) {
 	}
 	if c, h := seg.Segments(); c != 5 || h != 4 {
 		t.Errorf("%d compiled segments and %d host nodes, want 5 and 4", c, h)
+	}
+	// Each attention reads the split projections and writes the merged
+	// layout: the head transposes around it are gone.
+	for _, n := range g.Nodes() {
+		if n.Target == ops.HostSDPA {
+			if sm, _ := n.Kwarg("seq_major"); sm != true {
+				t.Errorf("%s: seq_major %v, want true (the head transposes folded in)", n.Name, sm)
+			}
+		}
+		if n.Op == ir.CallMethod && n.Target == "permute" {
+			t.Errorf("%s: a permute is left in the rewritten graph", n.Name)
+		}
 	}
 	for round := 0; round < 2; round++ {
 		closeTo(t, "compiled with every rewrite", run(t, r, in), want, 2e-5)
@@ -332,5 +345,46 @@ func TestMetadataAndCostsOfTheRewrittenGraph(t *testing.T) {
 	}
 	if rewritten != plain || plain == 0 {
 		t.Fatalf("rewritten graph costs %d FLOPs, the untouched one %d: want the same, non-zero", rewritten, plain)
+	}
+}
+
+// TestSDPAKernelKeepsTransposesOthersRead: a head split that something
+// else reads too stays, and the attention keeps the head-major layout.
+func TestSDPAKernelKeepsTransposesOthersRead(t *testing.T) {
+	g := ir.New()
+	x := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
+	split := func(name string) *ir.Node {
+		v := g.MustAddNode(ir.CallMethod, "view_"+name, "view", []any{x, 2, 4, 2, 8}, nil)
+		return g.MustAddNode(ir.CallMethod, "split_"+name, "permute", []any{v, 0, 2, 1, 3}, nil)
+	}
+	q, k, v := split("q"), split("k"), split("v")
+	att := g.MustAddNode(ir.CallFunction, "attention", "scaled_dot_product_attention", []any{q, k, v}, nil)
+	merged := g.MustAddNode(ir.CallMethod, "merge", "permute", []any{att, 0, 2, 1, 3}, nil)
+	extra := g.MustAddNode(ir.CallFunction, "extra", "add", []any{q, 1.0}, nil)
+	g.MustAddNode(ir.Output, "output", "output", []any{[]any{merged, extra}}, nil)
+	m, err := models.NewBertTiny(1) // any model: the graph calls no module
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compileopt.Optimize(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, []string{compileopt.SDPAKernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Applied[compileopt.SDPAKernel] != 1 {
+		t.Fatalf("report %s: want the attention swapped", rep)
+	}
+	permutes := 0
+	for _, n := range g.Nodes() {
+		if n.Target == "permute" {
+			permutes++
+		}
+		if n.Target == ops.HostSDPA {
+			if _, ok := n.Kwarg("seq_major"); ok {
+				t.Errorf("%s: seq_major set although q's split has another reader", n.Name)
+			}
+		}
+	}
+	if permutes != 4 {
+		t.Errorf("%d permutes left, want all 4", permutes)
 	}
 }

@@ -12,7 +12,11 @@ import (
 // sdpaKernel swaps every scaled_dot_product_attention call that the fused
 // kernel can run (not causal: the kernel can, the GoMLX lowering cannot
 // yet, so causal calls are left to fail the same way in both modes) for
-// the host function.
+// the host function. When q, k and v are each a head split
+// (permute(x, 0, 2, 1, 3) used only by the attention) and the result's
+// only use is the head merge (the same permute), the kernel reads the
+// split projections and writes the merged layout in place (seq_major):
+// the four transposes around each attention leave the graph.
 func sdpaKernel(mg *ir.MaseGraph) (int, error) {
 	g := mg.Graph
 	changed := 0
@@ -32,12 +36,75 @@ func sdpaKernel(mg *ir.MaseGraph) (int, error) {
 				kwargs[k] = v
 			}
 		}
-		if err := replaceNode(g, n, ir.CallFunction, ops.HostSDPA, n.Args(), kwargs); err != nil {
+		args := n.Args()
+		splits, merge := headTransposes(n)
+		if merge != nil {
+			for i, p := range splits {
+				args[i] = p.Arg(0)
+			}
+			kwargs["seq_major"] = true
+		}
+		repl, err := replaceNode(g, n, ir.CallFunction, ops.HostSDPA, args, kwargs)
+		if err != nil {
 			return changed, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if merge != nil {
+			if _, err := merge.ReplaceAllUsesWith(repl); err != nil {
+				return changed, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			for _, p := range append(splits, merge) {
+				if err := g.EraseNode(p); err != nil {
+					return changed, fmt.Errorf("%s: %w", n.Name, err)
+				}
+			}
 		}
 		changed++
 	}
 	return changed, nil
+}
+
+// headTransposes returns the head splits feeding attention node n (its q,
+// k and v, each a swap of axes 1 and 2 of a rank-4 tensor that only n
+// reads) and the head merge reading its result (its only user, the same
+// swap), or a nil merge when the pattern is not all there.
+func headTransposes(n *ir.Node) (splits []*ir.Node, merge *ir.Node) {
+	for _, a := range n.Args() {
+		p, ok := a.(*ir.Node)
+		if !ok || !isHeadTranspose(p) || p.NumUsers() != 1 {
+			return nil, nil
+		}
+		splits = append(splits, p)
+	}
+	users := n.Users()
+	if len(users) != 1 || !isHeadTranspose(users[0]) || users[0].Arg(0) != any(n) {
+		return nil, nil
+	}
+	return splits, users[0]
+}
+
+// isHeadTranspose reports whether n is x.permute(0, 2, 1, 3) (as a method
+// call, with the dims as arguments or as one list): the swap of heads and
+// sequence of a rank-4 tensor.
+func isHeadTranspose(n *ir.Node) bool {
+	if n.Op != ir.CallMethod || n.Target != "permute" {
+		return false
+	}
+	dims := n.Args()[1:]
+	if len(dims) == 1 {
+		if list, ok := dims[0].([]any); ok {
+			dims = list
+		}
+	}
+	want := []int{0, 2, 1, 3}
+	if len(dims) != len(want) {
+		return false
+	}
+	for i, d := range dims {
+		if v, ok := d.(int); !ok || v != want[i] {
+			return false
+		}
+	}
+	return len(n.Kwargs()) == 0
 }
 
 // geluKernel swaps exact GELU (the modules GELU and GELUActivation, the
@@ -64,7 +131,7 @@ func geluKernel(mg *ir.MaseGraph) (int, error) {
 		if _, ok := n.Arg(0).(*ir.Node); !ok {
 			continue
 		}
-		if err := replaceNode(g, n, ir.CallFunction, ops.HostGELU, n.Args(), nil); err != nil {
+		if _, err := replaceNode(g, n, ir.CallFunction, ops.HostGELU, n.Args(), nil); err != nil {
 			return changed, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		changed++
@@ -147,7 +214,7 @@ func mxint8Kernel(mg *ir.MaseGraph) (int, error) {
 		if i+1 < len(params) && params[i+1].layer == p.layer {
 			args = append(args, params[i+1].out) // the bias
 		}
-		if err := replaceNode(g, p.layer, ir.CallFunction, "linear", args, nil); err != nil {
+		if _, err := replaceNode(g, p.layer, ir.CallFunction, "linear", args, nil); err != nil {
 			return changed, fmt.Errorf("%s: %w", p.layer.Name, err)
 		}
 		changed++

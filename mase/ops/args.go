@@ -248,7 +248,7 @@ func builtinSignatures() map[key]signature {
 		fn("linear"): {args: []param{tensorArg, {"weight", aTensor}, {"bias", aTensor | aNone}}, required: 2,
 			kwargs: map[string]accept{"bias": aTensor | aNone}},
 		fn(HostSDPA): {args: []param{{"query", aTensor}, {"key", aTensor}, {"value", aTensor}}, required: 3,
-			kwargs: map[string]accept{"attn_mask": aTensor | aNone, "scale": aNumber | aNone}},
+			kwargs: map[string]accept{"attn_mask": aTensor | aNone, "scale": aNumber | aNone, "seq_major": aBool}},
 		fn(HostGELU): unarySig(tensorArg, nil),
 		fn(HostMXInt8): {args: []param{{"mantissa_words", aTensor}, {"exponent_words", aTensor}, {"numel", aInt}, {"group_size", aInt}}, required: 4,
 			kwargs: map[string]accept{"shape": aInts}},

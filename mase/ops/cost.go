@@ -558,8 +558,15 @@ func sdpaCost(in CostInput) (Cost, error) {
 	if q == nil || k == nil || v == nil || len(q.Shape) < 2 || len(k.Shape) < 2 || len(v.Shape) < 2 {
 		return Cost{}, fmt.Errorf("node %s: attention needs q, k, v tensors of rank ≥ 2 in the metadata", in.name())
 	}
-	sq, d := int64(q.Shape[len(q.Shape)-2]), q.Last()
-	sk, dv := int64(k.Shape[len(k.Shape)-2]), v.Last()
+	seqAxis := 2 // from the end: [..., seq, head_dim]
+	if sm, _ := in.Kwargs["seq_major"].(bool); sm {
+		if len(q.Shape) != 4 || len(k.Shape) != 4 {
+			return Cost{}, fmt.Errorf("node %s: seq-major attention needs rank-4 q, k, v in the metadata", in.name())
+		}
+		seqAxis = 3 // [batch, seq, heads, head_dim]
+	}
+	sq, d := int64(q.Shape[len(q.Shape)-seqAxis]), q.Last()
+	sk, dv := int64(k.Shape[len(k.Shape)-seqAxis]), v.Last()
 	bh := q.Elements() / (sq * d)
 	scores := bh * sq * sk
 	c := in.moved()

@@ -19,7 +19,9 @@ const HostPrefix = "gomase."
 // The host kernels' call_function targets (compiled mode's rewrites insert
 // them; see package compileopt).
 const (
-	// HostSDPA is kernels/sdpa.FusedTensors: (q, k, v, attn_mask=, scale=).
+	// HostSDPA is kernels/sdpa.FusedTensors: (q, k, v, attn_mask=, scale=,
+	// seq_major=); with seq_major=True, FusedTensorsSeqMajor (q, k, v and
+	// the result [batch, seq, heads, head_dim]).
 	HostSDPA = HostPrefix + "sdpa_kernel"
 	// HostGELU is kernels/gelu.Tensor: (x).
 	HostGELU = HostPrefix + "gelu_kernel"
@@ -129,7 +131,19 @@ func runSDPA(args []any, kwargs map[string]any) (any, error) {
 			return nil, fmt.Errorf("%s: scale %v, want a positive finite number", HostSDPA, scale)
 		}
 	}
-	out, err := sdpa.FusedTensors(qkv[0], qkv[1], qkv[2], mask, scale, false)
+	seqMajor := false
+	if v, ok := kwargs["seq_major"]; ok && v != nil {
+		if seqMajor, ok = v.(bool); !ok {
+			return nil, fmt.Errorf("%s: seq_major is %T, want a bool", HostSDPA, v)
+		}
+	}
+	var out *tensors.Tensor
+	var err error
+	if seqMajor {
+		out, err = sdpa.FusedTensorsSeqMajor(qkv[0], qkv[1], qkv[2], mask, scale)
+	} else {
+		out, err = sdpa.FusedTensors(qkv[0], qkv[1], qkv[2], mask, scale, false)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (switch the sdpa_kernel rewrite off for this graph)", err)
 	}
