@@ -102,6 +102,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s on %s: %d training examples, %d steps in %.1f s (%.1f samples/s; %s trainer, %d compiles in %.1f s)\n",
 		res.Model, res.Dataset, res.TrainExamples, res.History.Steps, res.History.Seconds, res.SamplesPerSec,
 		res.Trainer, res.Compiles.Training.Count, res.Compiles.Training.Seconds)
+	for _, e := range res.Compiles.TrainingLog {
+		fmt.Fprintf(stdout, "  compiled for %s in %.2f s\n", e.Shapes, e.Seconds)
+	}
 	fmt.Fprintf(stdout, "%s\n", res.Start)
 	fmt.Fprintf(stdout, "trainable parameters: %d of %d\n", res.Trainable, res.Parameters)
 	fmt.Fprintf(stdout, "%s accuracy: baseline %.4f → trained %.4f\n", res.EvalSplit, res.Baseline.Accuracy, res.Final.Accuracy)

@@ -115,10 +115,13 @@ type Result struct {
 }
 
 // RunCompiles are the executables a run compiled for training and for
-// evaluation, each with its compile seconds.
+// evaluation, each with its compile seconds, and the logs of them: the
+// input shapes that caused each compile.
 type RunCompiles struct {
-	Training   train.Compiles `json:"training"`
-	Evaluation train.Compiles `json:"evaluation"`
+	Training      train.Compiles       `json:"training"`
+	Evaluation    train.Compiles       `json:"evaluation"`
+	TrainingLog   []train.CompileEvent `json:"training_log"`
+	EvaluationLog []train.CompileEvent `json:"evaluation_log"`
 }
 
 // Batching returns the batch options of o's training and evaluation
@@ -330,6 +333,7 @@ func RunContext(ctx context.Context, o Options) (*Result, error) {
 		res.Fused = &m
 	}
 	res.Compiles.Training, res.Compiles.Evaluation = tr.Compiles()
+	res.Compiles.TrainingLog, res.Compiles.EvaluationLog = tr.CompileLog()
 	if o.Out != "" {
 		if err := checkpoint.Export(o.Out, mg, checkpoint.Spec{Model: o.Model, Seed: o.Seed}); err != nil {
 			return nil, err

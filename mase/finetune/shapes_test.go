@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gomase/gomase/mase"
@@ -85,6 +86,22 @@ func TestCompiledShapesBoundCompiles(t *testing.T) {
 	}
 	if h.Examples != 65 || m2.Examples != 200 || h.Compiles != training.Count {
 		t.Errorf("%d training and %d evaluation examples (want 65 and 200: padding rows do not count); history compiles %d", h.Examples, m2.Examples, h.Compiles)
+	}
+	// The compile log names each executable's shapes once; every other
+	// step found its executable compiled.
+	trainLog, evalLog := tr.CompileLog()
+	if len(trainLog) != training.Count || len(evalLog) != evaluation.Count {
+		t.Fatalf("compile logs of %d and %d entries for %d and %d compiles", len(trainLog), len(evalLog), training.Count, evaluation.Count)
+	}
+	seen := map[string]bool{}
+	for _, e := range trainLog {
+		if seen[e.Shapes] || !strings.HasPrefix(e.Shapes, "(Int32)[8, ") || e.Seconds <= 0 {
+			t.Errorf("training compile %+v: want distinct shapes of batch 8 and a time", e)
+		}
+		seen[e.Shapes] = true
+	}
+	if training.Hits != steps-training.Count {
+		t.Errorf("%d cache hits over %d steps with %d compiles, want %d", training.Hits, steps, training.Count, steps-training.Count)
 	}
 	// Without fixed-size batches the short last batches add shapes.
 	loose := train.CompiledShapes

@@ -130,6 +130,10 @@ func (e *Evaluator) batch(b Batch) ([]float32, error) {
 // Compiles returns the executables compiled so far and their time.
 func (e *Evaluator) Compiles() Compiles { return e.compiled.compiles() }
 
+// CompileLog lists the executables the evaluator compiled, each with the
+// input shapes that caused it and its seconds.
+func (e *Evaluator) CompileLog() []CompileEvent { return e.compiled.events() }
+
 // Close frees the evaluator's executables.
 func (e *Evaluator) Close() { e.exec.Finalize() }
 

@@ -134,6 +134,16 @@ func (t *Trainer) Compiles() (training, evaluation Compiles) {
 	return t.compiled.compiles(), t.eval.Compiles()
 }
 
+// CompileLog lists the executables the trainer compiled for training and
+// for evaluation, each with the input shapes that caused it and its
+// seconds (the first 1000 of each; Compiles keeps counting).
+func (t *Trainer) CompileLog() (training, evaluation []CompileEvent) {
+	if t.eval == nil {
+		return t.compiled.events(), nil
+	}
+	return t.compiled.events(), t.eval.CompileLog()
+}
+
 // SetFrozen freezes (marks not trainable) every parameter of m whose
 // dotted name starts with one of the module prefixes. Other parameters keep
 // their state. An unknown prefix is an error listing the top-level modules.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase/perf"
+	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/timeline"
 	"github.com/gomase/gomase/mase/ui/plot"
 )
@@ -223,5 +224,26 @@ func CompilesHTML(p *perf.RunProfile) string {
 		fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td>%.3f</td></tr>`, html.EscapeString(c.Stage), html.EscapeString(c.Shapes), c.Seconds)
 	}
 	b.WriteString(`</table>`)
+	return b.String()
+}
+
+// TrainingCompilesHTML is the compile report of a trainer (train.Trainer's
+// Compiles and CompileLog): how many executables training and evaluation
+// compiled, the input shapes that caused each, its seconds, and how many
+// calls found theirs compiled.
+func TrainingCompilesHTML(training, evaluation train.Compiles, trainingLog, evaluationLog []train.CompileEvent) string {
+	var b strings.Builder
+	for _, part := range []struct {
+		name string
+		n    train.Compiles
+		log  []train.CompileEvent
+	}{{"training", training, trainingLog}, {"evaluation", evaluation, evaluationLog}} {
+		fmt.Fprintf(&b, `<table><caption>%s: %d executables compiled, %.2f s; %d calls found theirs compiled</caption><tr><th>input shapes</th><th>s</th></tr>`,
+			part.name, part.n.Count, part.n.Seconds, part.n.Hits)
+		for _, e := range part.log {
+			fmt.Fprintf(&b, `<tr><td>%s</td><td>%.3f</td></tr>`, html.EscapeString(e.Shapes), e.Seconds)
+		}
+		b.WriteString(`</table>`)
+	}
 	return b.String()
 }

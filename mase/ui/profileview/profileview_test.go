@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomase/gomase/mase/perf"
 	"github.com/gomase/gomase/mase/timeline"
+	"github.com/gomase/gomase/mase/train"
 )
 
 func wellFormed(t *testing.T, what, doc string) {
@@ -69,5 +70,23 @@ func TestRooflineAndTables(t *testing.T) {
 	wellFormed(t, "the compiles", compiles)
 	if !strings.Contains(compiles, "1 executables compiled, 0.02 s") {
 		t.Errorf("compiles table: %s", compiles)
+	}
+}
+
+// TestTrainingCompilesHTML: one row per compile with its shapes escaped,
+// the counts and hits in each caption.
+func TestTrainingCompilesHTML(t *testing.T) {
+	doc := TrainingCompilesHTML(train.Compiles{Count: 2, Seconds: 1.5, Hits: 98}, train.Compiles{Count: 1, Seconds: 0.25, Hits: 7},
+		[]train.CompileEvent{{Shapes: "(Int32)[8, 128]", Seconds: 1}, {Shapes: "(Int32)[8, 64] <&>", Seconds: 0.5}},
+		[]train.CompileEvent{{Shapes: "(Int32)[32, 128]", Seconds: 0.25}})
+	wellFormed(t, "the compile report", "<div>"+doc+"</div>")
+	for _, want := range []string{"training: 2 executables compiled, 1.50 s; 98 calls", "evaluation: 1 executables compiled, 0.25 s; 7 calls",
+		"(Int32)[8, 64] &lt;&amp;&gt;", "(Int32)[32, 128]"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the report lacks %q:\n%s", want, doc)
+		}
+	}
+	if rows := strings.Count(doc, "<tr><td>"); rows != 3 {
+		t.Errorf("%d rows, want one per compile (3)", rows)
 	}
 }
