@@ -8,14 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gomlx/compute"
-
 	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/compileopt"
-	"github.com/gomase/gomase/mase/execute"
-	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/perf"
-	"github.com/gomase/gomase/mase/trace"
 )
 
 const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--rewrites all|none|LIST] [--top N] [--json]"
@@ -82,34 +77,11 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	for _, t := range inputs {
 		defer t.FinalizeAll()
 	}
-	g, err := trace.Trace(m, traced)
-	if err != nil {
-		return err
-	}
-	mg := &ir.MaseGraph{Model: m, Graph: g}
-	rep, err := compileopt.OptimizeFor(onBackend, mg, execute.Mode{}, rewrites)
-	if err != nil {
-		return err
-	}
-	cost, _, err := perf.Costs(mg, inputs)
-	if err != nil {
-		return fmt.Errorf("counting the costs: %w", err)
-	}
-	var r perf.RecordingRunner
-	if *mode == perf.Eager {
-		r, err = execute.NewEagerOn(onBackend, mg, execute.Mode{})
-	} else {
-		r, err = compiledRecording(onBackend, mg)
-	}
-	if err != nil {
-		return err
-	}
-	defer r.Close()
 	workload := fmt.Sprintf("%s forward, batch %d × %d tokens, backend %s", *model, *batch, *seq, *be)
 	if *model == "resnet18" {
 		workload = fmt.Sprintf("resnet18 forward, batch %d × 3 × %d × %d, backend %s", *batch, *image, *image, *be)
 	}
-	p, err := perf.Profile(workload, *mode, r, g, inputs, *runs, cost)
+	p, _, rep, err := perf.ProfileMode(onBackend, workload, *mode, m, traced, inputs, *runs, rewrites)
 	if err != nil {
 		return err
 	}
@@ -153,21 +125,6 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// compiledRecording is compiled mode for mg on be (segments around host
-// kernels when rewrites put some in) with its timeline recorder.
-func compiledRecording(be compute.Backend, mg *ir.MaseGraph) (perf.RecordingRunner, error) {
-	r, err := execute.CompileRunner(be, mg, execute.Mode{})
-	if err != nil {
-		return nil, err
-	}
-	rr, ok := r.(perf.RecordingRunner)
-	if !ok {
-		r.Close()
-		return nil, fmt.Errorf("internal error: compiled mode's %T records no timeline", r)
-	}
-	return rr, nil
 }
 
 // checkTraceTarget refuses a --trace path that is a folder, or an existing

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -263,35 +264,68 @@ func Costs(mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) (func(*ir.Node) 
 // run to compile, runs timed runs) and returns both profiles and the cost
 // summary of the graph.
 func ProfileModes(be compute.Backend, workload string, m *nn.Model, traced []string, inputs map[string]*tensors.Tensor, runs int) (eager, compiled *RunProfile, sum *passes.CostSummary, err error) {
-	profiles := map[string]*RunProfile{}
-	for _, mode := range []string{Eager, Compiled} {
-		g, err := trace.Trace(m, traced)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		mg := &ir.MaseGraph{Model: m, Graph: g}
-		cost, s, err := Costs(mg, inputs)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		sum = s
-		var r RecordingRunner
-		if mode == Eager {
-			r, err = execute.NewEagerOn(be, mg, execute.Mode{})
-		} else {
-			r, err = execute.CompileOn(be, mg, execute.Mode{}, false)
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		p, err := Profile(workload, mode, r, g, inputs, runs, cost)
-		r.Close()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		profiles[mode] = p
+	if eager, sum, _, err = ProfileMode(be, workload, Eager, m, traced, inputs, runs, nil); err != nil {
+		return nil, nil, nil, err
 	}
-	return profiles[Eager], profiles[Compiled], sum, nil
+	if compiled, _, _, err = ProfileMode(be, workload, Compiled, m, traced, inputs, runs, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	return eager, compiled, sum, nil
+}
+
+// ProfileMode profiles m's forward in one mode (Eager or Compiled) on be:
+// a fresh trace of m with the inputs traced, compiled mode's rewrites
+// applied first (names as compileopt.ParseSelection returns them; nil for
+// none: with host kernels, compiled mode runs as segments around them),
+// its costs counted, one run to compile, runs timed runs. It returns the
+// profile, the cost summary and the rewrites' report.
+func ProfileMode(be compute.Backend, workload, mode string, m *nn.Model, traced []string, inputs map[string]*tensors.Tensor, runs int, rewrites []string) (*RunProfile, *passes.CostSummary, *compileopt.Report, error) {
+	if mode != Eager && mode != Compiled {
+		return nil, nil, nil, fmt.Errorf("perf: mode %q (allowed: %s, %s)", mode, Eager, Compiled)
+	}
+	g, err := trace.Trace(m, traced)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mg := &ir.MaseGraph{Model: m, Graph: g}
+	rep, err := compileopt.OptimizeFor(be, mg, execute.Mode{}, rewrites)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cost, sum, err := Costs(mg, inputs)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("counting the costs: %w", err)
+	}
+	var r RecordingRunner
+	if mode == Eager {
+		r, err = execute.NewEagerOn(be, mg, execute.Mode{})
+	} else {
+		r, err = compiledRecording(be, mg)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer r.Close()
+	p, err := Profile(workload, mode, r, g, inputs, runs, cost)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, sum, rep, nil
+}
+
+// compiledRecording is compiled mode for mg on be (segments around host
+// kernels when rewrites put some in) with its timeline recorder.
+func compiledRecording(be compute.Backend, mg *ir.MaseGraph) (RecordingRunner, error) {
+	r, err := execute.CompileRunner(be, mg, execute.Mode{})
+	if err != nil {
+		return nil, err
+	}
+	rr, ok := r.(RecordingRunner)
+	if !ok {
+		r.Close()
+		return nil, fmt.Errorf("internal error: compiled mode's %T records no timeline", r)
+	}
+	return rr, nil
 }
 
 // ProfileFindings says in Markdown what the two profiles of one model
