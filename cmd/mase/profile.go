@@ -9,11 +9,12 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/perf"
 )
 
-const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--rewrites all|none|LIST] [--top N] [--json]"
+const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batch B] [--seq L] [--image H] [--runs R] [--backend B] [--trace OUT.json] [--roofline] [--rewrites all|none|LIST] [--xla-dump DIR] [--top N] [--json]"
 
 func init() {
 	register(command{
@@ -44,6 +45,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	roofline := fs.Bool("roofline", false, "measure the backend's peaks (a 1024² float32 matmul, an element-wise pass over 64 Mi floats) and place every node on the roofline")
 	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
 	rewriteList := fs.String("rewrites", "none", "compiled-mode rewrites to apply to the graph first, in either mode: all, none, or a comma-separated list of "+strings.Join(compileopt.Names(), ", ")+" (`mase bench compile` applies all)")
+	xlaDump := fs.String("xla-dump", "", "on an XLA backend, make XLA write every module it compiles to this new or empty folder as HLO text, and list them (the optimised modules show XLA's fusions and kernels)")
 	be := backendFlag(fs)
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
@@ -64,6 +66,11 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	if *traceOut != "" {
 		if err := checkTraceTarget(*traceOut); err != nil {
 			return err
+		}
+	}
+	if *xlaDump != "" {
+		if err := startXLADump(*xlaDump, *be); err != nil {
+			return fmt.Errorf("--xla-dump: %w", err)
 		}
 	}
 	onBackend, err := benchBackend(be)
@@ -103,14 +110,27 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 		points = p.Roofline(peaks)
 	}
+	var hlo []perf.HLOModule
+	if *xlaDump != "" {
+		if hlo, err = perf.ReadHLODump(*xlaDump); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return writeJSON(stdout, struct {
 			*perf.RunProfile
 			Peaks    *perf.Peaks          `json:"peaks,omitempty"`
 			Roofline []perf.RooflinePoint `json:"roofline,omitempty"`
-		}{p, peaks, points})
+			HLO      []perf.HLOModule     `json:"hlo_modules,omitempty"`
+		}{p, peaks, points, hlo})
 	}
 	p.Format(stdout, *top)
+	if *xlaDump != "" {
+		fmt.Fprintf(stdout, "XLA wrote %d optimised modules to %s:\n", len(hlo), *xlaDump)
+		for _, h := range hlo {
+			fmt.Fprintf(stdout, "  %s (%d bytes)\n", h.File, h.Bytes)
+		}
+	}
 	if len(rewrites) > 0 {
 		fmt.Fprintf(stdout, "rewrites: %s\n", rep)
 	}
@@ -125,6 +145,29 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// startXLADump checks --xla-dump's folder (new, or empty: XLA writes its
+// own file names there) and backend (an XLA one: the Go backend compiles no
+// HLO), creates the folder and turns XLA's dump on.
+func startXLADump(dir, spec string) error {
+	if spec == "" {
+		spec = backend.DefaultSpec()
+	}
+	s, err := backend.ParseSpec(spec)
+	if err != nil {
+		return err
+	}
+	if s.Backend != "xla" {
+		return fmt.Errorf("the %s backend compiles no HLO: use it with --backend xla:cuda or xla:PATH", s)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s is not empty: give a new or empty folder (XLA would mix its files with what is there)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return backend.EnableXLADump(dir)
 }
 
 // checkTraceTarget refuses a --trace path that is a folder, or an existing

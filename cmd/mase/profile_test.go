@@ -77,3 +77,28 @@ func TestProfileCompiledWithRewrites(t *testing.T) {
 		t.Errorf("an unknown rewrite: exit %d, %s", code, stderr.String())
 	}
 }
+
+// TestProfileXLADumpRefusals: --xla-dump needs an XLA backend and a new or
+// empty folder, and says so before any work.
+func TestProfileXLADumpRefusals(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "go", "--xla-dump", filepath.Join(t.TempDir(), "hlo")}, "the go backend compiles no HLO"},
+		{[]string{"--backend", "xla:/nonexistent/plugin.so", "--xla-dump", full}, "is not empty"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"profile"}, tc.args...), &stdout, &stderr)
+		if code == 0 || !bytes.Contains(stderr.Bytes(), []byte(tc.want)) {
+			t.Errorf("%v: exit %d, %s; want an error containing %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("the occupied folder's file: %q, %v", b, err)
+	}
+}

@@ -159,6 +159,8 @@ step sdpa_f16_mask 15 45 ./mase bench sdpa --backend xla:cuda --dtype float16 --
 step packed_kernel 20 60 ./mase bench compile --backend xla:cuda --mxint8 32 --json
 step packed_gomlx 20 60 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backend xla:cuda --mxint8 32 --json
 step compile_b8x128 20 60 ./mase bench compile --backend xla:cuda --json
+# The profiler on XLA: the timeline of compiled bert-tiny and the optimised HLO of what XLA compiled.
+step profile_xla 15 45 ./mase profile --backend xla:cuda --mode compiled --runs 20 --xla-dump "$W/hlo" --top 5
 if [ -d data/imdb ]; then
 	step train_imdb 200 400 env GOMLX_BACKEND=xla:cuda ./mase train --dataset imdb --group-by-length --quiet --json
 	# Diagnostics (name them in STEPS): the same epoch without TF32 matmuls, and with the fused trainer.

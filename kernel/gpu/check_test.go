@@ -154,7 +154,7 @@ func TestCheckRunsEveryStep(t *testing.T) {
 	bundle := fakeBundle(t, map[string]string{"cuda.test": "fault"})
 	out, summary, tails, _ := runCheck(t, bundle, 300)
 	last := -1
-	for _, name := range []string{"env", "cuda_device", "trainer_tests", "train_graph", "train_fused", "mem_b64x512", "sdpa_f32", "sdpa_f32_off", "train_sst2", "mxint8_graph", "sdpa_f16", "packed_kernel", "packed_gomlx", "compile_b8x128"} {
+	for _, name := range []string{"env", "cuda_device", "trainer_tests", "train_graph", "train_fused", "mem_b64x512", "sdpa_f32", "sdpa_f32_off", "train_sst2", "mxint8_graph", "sdpa_f16", "packed_kernel", "packed_gomlx", "compile_b8x128", "profile_xla"} {
 		i := strings.Index(summary, "=== "+name+":")
 		if i < 0 || i < last {
 			t.Errorf("step %s missing or out of order:\n%s", name, summary)

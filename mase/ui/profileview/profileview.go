@@ -247,3 +247,21 @@ func TrainingCompilesHTML(training, evaluation train.Compiles, trainingLog, eval
 	}
 	return b.String()
 }
+
+// HLOHTML shows the modules XLA compiled (perf.ReadHLODump of a folder
+// backend.EnableXLADump named), each a collapsed section with its
+// optimised HLO text: the fusions XLA formed and the kernels it chose.
+func HLOHTML(mods []perf.HLOModule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<div><p>%d modules compiled by XLA, after its optimisations</p>`, len(mods))
+	for _, m := range mods {
+		cut := ""
+		if m.Truncated {
+			cut = fmt.Sprintf(", first %d bytes shown", len(m.Text))
+		}
+		fmt.Fprintf(&b, `<details><summary>%s (%d bytes%s)</summary><pre>%s</pre></details>`,
+			html.EscapeString(m.Name), m.Bytes, cut, html.EscapeString(m.Text))
+	}
+	b.WriteString(`</div>`)
+	return b.String()
+}

@@ -90,3 +90,18 @@ func TestTrainingCompilesHTML(t *testing.T) {
 		t.Errorf("%d rows, want one per compile (3)", rows)
 	}
 }
+
+// TestHLOHTML: one collapsed section per module, its text escaped, a cut
+// module said to be cut.
+func TestHLOHTML(t *testing.T) {
+	doc := HLOHTML([]perf.HLOModule{
+		{Name: "jit_fwd", Bytes: 40, Text: "ROOT %fusion = f32[8]{0} fusion(%p0) <x>"},
+		{Name: "jit_big", Bytes: 5000000, Text: "HloModule jit_big", Truncated: true},
+	})
+	wellFormed(t, "the HLO view", doc)
+	for _, want := range []string{"2 modules", "<summary>jit_fwd (40 bytes)</summary>", "fusion(%p0) &lt;x&gt;", "first 17 bytes shown"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the view lacks %q:\n%s", want, doc)
+		}
+	}
+}
