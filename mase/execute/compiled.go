@@ -25,6 +25,7 @@ type Compiled struct {
 	inputs  []string // placeholder targets, in graph order
 	capture bool     // return every intermediate tensor (shape propagation)
 	exec    *model.Exec
+	be      compute.Backend
 
 	mu sync.Mutex
 	// traced records, per build, which MaseGraph nodes the flat outputs
@@ -78,7 +79,7 @@ func CompileOn(be compute.Backend, mg *ir.MaseGraph, mode Mode, capture bool) (*
 	if err := ig.Lint(); err != nil {
 		return nil, err
 	}
-	c := &Compiled{graph: ig, m: m, mode: mode, capture: capture}
+	c := &Compiled{graph: ig, m: m, mode: mode, capture: capture, be: be}
 	for _, p := range ig.Placeholders() {
 		c.inputs = append(c.inputs, p.Target)
 	}
@@ -188,6 +189,9 @@ func (c *Compiled) run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, *b
 	c.mu.Lock()
 	tl, builds := c.rec, c.builds
 	c.mu.Unlock()
+	if err := upload(c.be, tl, args); err != nil {
+		return nil, nil, err
+	}
 	start := tl.Now()
 	outs, err := c.exec.Call(args...)
 	c.mu.Lock()

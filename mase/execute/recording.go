@@ -1,9 +1,11 @@
 package execute
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/timeline"
@@ -23,7 +25,33 @@ const (
 	CatCompile = "compile"
 	// CatHost is a host kernel (a graph break) run as Go code.
 	CatHost = "host"
+	// CatTransfer is a copy of a run's input from the host into the
+	// backend's memory (to the GPU on XLA), before the first call that
+	// reads it.
+	CatTransfer = "transfer"
 )
+
+// upload copies the host tensors among args into be's memory ahead of the
+// calls that read them, one span each on tl (nil: none), so that the
+// calls' spans hold their execution only. Tensors already on a device are
+// left as they are.
+func upload(be compute.Backend, tl *timeline.Recorder, args []any) error {
+	for _, a := range args {
+		t, ok := a.(*tensors.Tensor)
+		if !ok || t == nil || !t.Ok() || t.IsOnAnyDevice() {
+			continue
+		}
+		start := tl.Now()
+		if err := t.MaterializeOnDevice(be, true, 0); err != nil {
+			return fmt.Errorf("copying an input %s to the backend: %w", t.Shape(), err)
+		}
+		if tl != nil {
+			tl.Add(timeline.Event{Track: TrackRun, Cat: CatTransfer, Name: "upload " + t.Shape().String(), Start: start, Dur: tl.Now() - start,
+				Args: map[string]any{"bytes": int64(t.Memory())}})
+		}
+	}
+	return nil
+}
 
 // argShapes describes the tensor arguments of a call, as
 // "(Float32)[8 128], (Int32)[8 128]".

@@ -46,6 +46,16 @@ func TestRecordedSpans(t *testing.T) {
 			if round == 1 && compiled != 0 {
 				t.Errorf("the second run compiled %d executables", compiled)
 			}
+			// The input is copied into the Go backend's memory once (it
+			// stays there: the backend's buffers are host memory).
+			if want := 1 - round; counts[execute.CatTransfer] != want {
+				t.Errorf("round %d: %d transfer spans, want %d", round, counts[execute.CatTransfer], want)
+			}
+			for _, ev := range evs {
+				if ev.Cat == execute.CatTransfer && ev.Args["bytes"] != int64(2*16*4) {
+					t.Errorf("transfer span %s: %v bytes, want the input's %d", ev.Name, ev.Args["bytes"], 2*16*4)
+				}
+			}
 			run := evs[0]
 			for _, ev := range evs[1:] {
 				if ev.Start < run.Start || ev.End() > run.End() {

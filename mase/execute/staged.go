@@ -356,6 +356,9 @@ func (s *staged) Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, erro
 	stats := RunStats{Stages: len(s.stages), ExecutedNodes: map[string]int{}}
 	tl := s.recorder()
 	defer tl.Begin(TrackRun, CatRun, "Run", map[string]any{"stages": len(s.stages)})(nil)
+	if err := upload(s.be, tl, args); err != nil {
+		return nil, err
+	}
 	for _, st := range s.stages {
 		if err := s.runStage(st, vals, &stats, tl); err != nil {
 			held.releaseAll()

@@ -84,6 +84,10 @@ type RunProfile struct {
 	// spans (executable calls, host kernels) cover: the rest is the
 	// runner's own work between calls.
 	LeafCoverage float64 `json:"leaf_coverage"`
+	// TransferS is the time a timed run spends copying its inputs into
+	// the backend's memory (to the GPU on XLA; on the Go backend the
+	// inputs stay in its memory after the first run).
+	TransferS float64 `json:"transfer_s"`
 
 	rec       *timeline.Recorder
 	timedFrom time.Duration
@@ -150,6 +154,9 @@ func Profile(workload, mode string, r RecordingRunner, graph *ir.Graph, inputs m
 			continue
 		}
 		timed = append(timed, e)
+		if e.Cat == execute.CatTransfer {
+			p.TransferS += e.Dur.Seconds() / float64(runs)
+		}
 		if e.Cat != execute.CatExecute && e.Cat != execute.CatHost {
 			continue
 		}
@@ -206,7 +213,7 @@ func (p *RunProfile) Recorder() *timeline.Recorder { return p.rec }
 func (p *RunProfile) Format(w io.Writer, top int) {
 	fmt.Fprintf(w, "%s, %s mode: %d timed runs, %.3f ms a run (first run %.1f ms); %.3f GFLOP (+%.3f element-wise), %.1f MB moved; %d executables\n",
 		p.Workload, p.Mode, p.Runs, p.WallS*1e3, p.FirstRunS*1e3, float64(p.Flops)/1e9, float64(p.ElementwiseFlops)/1e9, float64(p.Bytes)/1e6, p.Executables)
-	fmt.Fprintf(w, "the executable calls and host kernels cover %.0f%% of the timed runs\n\n", 100*p.LeafCoverage)
+	fmt.Fprintf(w, "the executable calls, host kernels and input transfers (%.3f ms a run) cover %.0f%% of the timed runs\n\n", p.TransferS*1e3, 100*p.LeafCoverage)
 	fmt.Fprintf(w, "%-44s %-28s %6s %10s %10s %6s %9s %8s\n", "node", "op", "calls", "total ms", "mean µs", "share", "GFLOP/s", "GB/s")
 	for i, s := range p.Stages {
 		if top > 0 && i == top {

@@ -3,6 +3,7 @@ package perf
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/timeline"
 	"github.com/gomase/gomase/mase/trace"
 )
 
@@ -118,4 +120,36 @@ func firstRunHits(p *RunProfile) int {
 		}
 	}
 	return n
+}
+
+// transferRunner records, in each run, an input copy of 2 ms and an
+// executable call of 3 ms, as a runner on a GPU backend does.
+type transferRunner struct{ rec *timeline.Recorder }
+
+func (r *transferRunner) Run(map[string]*tensors.Tensor) ([]*tensors.Tensor, error) {
+	start := r.rec.Now()
+	r.rec.Add(timeline.Event{Track: execute.TrackRun, Cat: execute.CatTransfer, Name: "upload (Int32)[8, 128]", Start: start, Dur: 2 * time.Millisecond})
+	r.rec.Add(timeline.Event{Track: execute.TrackRun, Cat: execute.CatExecute, Name: "compiled graph", Start: start + 2*time.Millisecond, Dur: 3 * time.Millisecond})
+	time.Sleep(5 * time.Millisecond)
+	return nil, nil
+}
+func (r *transferRunner) InputNames() []string               { return nil }
+func (r *transferRunner) Close()                             {}
+func (r *transferRunner) SetRecorder(rec *timeline.Recorder) { r.rec = rec }
+func (r *transferRunner) Executables() int                   { return 1 }
+
+// TestProfileCountsTransfers: input copies are time a run spends, apart
+// from the executable calls' rows.
+func TestProfileCountsTransfers(t *testing.T) {
+	r := &transferRunner{}
+	p, err := Profile("fake", Compiled, r, ir.New(), nil, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(p.TransferS-0.002) > 1e-9 {
+		t.Errorf("transfer %.6f s a run, want 0.002", p.TransferS)
+	}
+	if len(p.Stages) != 1 || p.Stages[0].Name != "compiled graph" || p.Stages[0].Calls != 4 {
+		t.Errorf("stages %+v: want only the executable call, 4 times", p.Stages)
+	}
 }
