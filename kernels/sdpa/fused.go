@@ -81,6 +81,7 @@ type workspace struct {
 	head  int   // batch·heads index of the head in kt and vs (-1: none)
 	s     rows4 // score / probability tile: 4 rows of TileKeys
 	o     rows4 // output accumulators: 4 rows of dp
+	qs    rows4 // the current query rows times the scale: 4 rows of HeadDim
 
 	// float16 only: the current head converted to float32.
 	q, k, v, out []float32
@@ -98,6 +99,7 @@ func newWorkspace(s Shape, half bool) *workspace {
 	for r := range 4 {
 		ws.s[r] = make([]float32, TileKeys)
 		ws.o[r] = make([]float32, dp)
+		ws.qs[r] = make([]float32, s.HeadDim)
 	}
 	if half {
 		ws.q = make([]float32, s.SeqQ*s.HeadDim)
@@ -215,14 +217,17 @@ func fusedRows(ws *workspace, q []float32, ldq int, out []float32, ldo, n, first
 	negInf := float32(math.Inf(-1))
 	kt, vs := ws.kt, ws.vs
 	scale := float32(r.scale)
+	// Without a mask, and with no padding keys (whose bias is -Inf), the
+	// bias row is all zeros: the scores need no pass before their maximum.
+	noBias := r.keyBias == nil && r.keyMask == nil && Sk%16 == 0
 
-	var qr, st rows4
+	var st rows4
 	for i0 := 0; i0 < n; i0 += 4 {
 		rows := min(4, n-i0)
 		var m, l [4]float32
 		for rr := range 4 {
 			i := i0 + min(rr, rows-1)
-			qr[rr] = q[i*ldq : i*ldq+D]
+			scaleAdd(ws.qs[rr], q[i*ldq:i*ldq+D], scale, nil) // the scale applied to q, not to the scores
 			m[rr] = negInf
 		}
 		kEnd := Sk
@@ -235,20 +240,25 @@ func fusedRows(ws *workspace, q []float32, ldq int, out []float32, ldo, n, first
 			for rr := range 4 {
 				st[rr] = ws.s[rr][:nj]
 			}
-			scores4(&st, &qr, kt[j0:], ldk, D, nj)
+			scores4(&st, &ws.qs, kt[j0:], ldk, D, nj)
 			var corr [4]float32
 			for rr := range 4 {
 				row := st[rr]
 				var mt float32
-				if i := first + i0 + min(rr, rows-1); r.causal && i+1 < j0+nj {
+				switch i := first + i0 + min(rr, rows-1); {
+				case r.causal && i+1 < j0+nj:
 					// Keys past the row's own position are masked out.
-					scaleAdd(row, row, scale, ws.bias[j0:j0+nj])
+					if !noBias {
+						scaleAdd(row, row, 1, ws.bias[j0:j0+nj])
+					}
 					for j := max(i+1-j0, 0); j < nj; j++ {
 						row[j] = negInf
 					}
 					mt = rowMax(row)
-				} else {
-					mt = scaleAddMax(row, row, scale, ws.bias[j0:j0+nj])
+				case noBias:
+					mt = rowMax(row)
+				default:
+					mt = scaleAddMax(row, row, 1, ws.bias[j0:j0+nj])
 				}
 				mNew := max(m[rr], mt)
 				switch {
