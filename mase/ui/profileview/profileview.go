@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase/perf"
-	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/timeline"
+	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/plot"
 )
 
