@@ -218,8 +218,8 @@ func CompilesHTML(p *perf.RunProfile) string {
 	for _, c := range p.Compiles {
 		total += c.Seconds
 	}
-	fmt.Fprintf(&b, `<table><caption>%s mode: %d executables compiled, %.2f s (first calls: build, compile, one run); %d calls found theirs compiled</caption><tr><th>stage</th><th>input shapes</th><th>s</th></tr>`,
-		html.EscapeString(p.Mode), len(p.Compiles), total, p.CacheHits)
+	fmt.Fprintf(&b, `<table><caption>%s mode: %s compiled, %.2f s (first calls: build, compile, one run); %s found theirs compiled</caption><tr><th>stage</th><th>input shapes</th><th>s</th></tr>`,
+		html.EscapeString(p.Mode), count(len(p.Compiles), "executable"), total, count(p.CacheHits, "call"))
 	for _, c := range p.Compiles {
 		fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td>%.3f</td></tr>`, html.EscapeString(c.Stage), html.EscapeString(c.Shapes), c.Seconds)
 	}
@@ -238,8 +238,8 @@ func TrainingCompilesHTML(training, evaluation train.Compiles, trainingLog, eval
 		n    train.Compiles
 		log  []train.CompileEvent
 	}{{"training", training, trainingLog}, {"evaluation", evaluation, evaluationLog}} {
-		fmt.Fprintf(&b, `<table><caption>%s: %d executables compiled, %.2f s; %d calls found theirs compiled</caption><tr><th>input shapes</th><th>s</th></tr>`,
-			part.name, part.n.Count, part.n.Seconds, part.n.Hits)
+		fmt.Fprintf(&b, `<table><caption>%s: %s compiled, %.2f s; %s found theirs compiled</caption><tr><th>input shapes</th><th>s</th></tr>`,
+			part.name, count(part.n.Count, "executable"), part.n.Seconds, count(part.n.Hits, "call"))
 		for _, e := range part.log {
 			fmt.Fprintf(&b, `<tr><td>%s</td><td>%.3f</td></tr>`, html.EscapeString(e.Shapes), e.Seconds)
 		}
@@ -264,4 +264,12 @@ func HLOHTML(mods []perf.HLOModule) string {
 	}
 	b.WriteString(`</div>`)
 	return b.String()
+}
+
+// count writes n things, with the noun in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

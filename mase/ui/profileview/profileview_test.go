@@ -68,7 +68,7 @@ func TestRooflineAndTables(t *testing.T) {
 	}
 	compiles := CompilesHTML(p)
 	wellFormed(t, "the compiles", compiles)
-	if !strings.Contains(compiles, "1 executables compiled, 0.02 s") {
+	if !strings.Contains(compiles, "1 executable compiled, 0.02 s") {
 		t.Errorf("compiles table: %s", compiles)
 	}
 }
@@ -80,7 +80,7 @@ func TestTrainingCompilesHTML(t *testing.T) {
 		[]train.CompileEvent{{Shapes: "(Int32)[8, 128]", Seconds: 1}, {Shapes: "(Int32)[8, 64] <&>", Seconds: 0.5}},
 		[]train.CompileEvent{{Shapes: "(Int32)[32, 128]", Seconds: 0.25}})
 	wellFormed(t, "the compile report", "<div>"+doc+"</div>")
-	for _, want := range []string{"training: 2 executables compiled, 1.50 s; 98 calls", "evaluation: 1 executables compiled, 0.25 s; 7 calls",
+	for _, want := range []string{"training: 2 executables compiled, 1.50 s; 98 calls", "evaluation: 1 executable compiled, 0.25 s; 7 calls",
 		"(Int32)[8, 64] &lt;&amp;&gt;", "(Int32)[32, 128]"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the report lacks %q:\n%s", want, doc)
