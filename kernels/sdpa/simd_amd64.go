@@ -495,19 +495,11 @@ func transposeAVX512(kt []float32, ldk int, x []float32, ldx, n, D int) {
 			transpose16(kt[d0*ldk+j0:], ldk, x[j0*ldx+d0:], ldx)
 		}
 	}
-	if d16 < D {
-		for j := 0; j < n16; j++ {
-			for d := d16; d < D; d++ {
-				kt[d*ldk+j] = x[j*ldx+d]
-			}
-		}
+	if d16 < D { // the columns right of the blocks, in their rows
+		transposeGo(kt[d16*ldk:], ldk, x[d16:], ldx, n16, D-d16)
 	}
-	if n16 < n {
-		for j := n16; j < n; j++ {
-			for d, v := range x[j*ldx : j*ldx+D] {
-				kt[d*ldk+j] = v
-			}
-		}
+	if n16 < n { // the rows below the blocks, whole
+		transposeGo(kt[n16:], ldk, x[n16*ldx:], ldx, n-n16, D)
 	}
 }
 
