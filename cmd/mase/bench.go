@@ -27,11 +27,12 @@ const benchUsage = "compile|sdpa|mxint8 ...: compile [--model bert-tiny|resnet18
 
 func init() {
 	register(command{
-		name:  "bench",
-		usage: benchUsage,
-		short: "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even); sdpa = naive vs fused attention; mxint8 = dequantisation throughput vs a memory copy, and the packed-model memory report",
-		run:   runBench,
-		heavy: true,
+		name:          "bench",
+		usage:         benchUsage,
+		short:         "time Lab 4's experiments: compile = compiled vs eager execution of one model (first call, steady state, the lab's n-call mean, break-even); sdpa = naive vs fused attention; mxint8 = dequantisation throughput vs a memory copy, and the packed-model memory report",
+		run:           runBench,
+		heavy:         true,
+		timesForwards: true,
 	})
 }
 

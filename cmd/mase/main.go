@@ -34,6 +34,9 @@ type command struct {
 	// heavy commands train, search or time models: a binary without the
 	// SIMD kernels says so before running them (see simdWarning).
 	heavy bool
+	// timesForwards commands time inference: they run with backend.TuneGC's
+	// collector setting (a training run is slower with it, docs/BENCHMARKS.md).
+	timesForwards bool
 }
 
 // simdWarnings turns the warning of simdWarning on; the tests turn it off,
@@ -98,6 +101,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if w := simdWarning(simdKernels, runtime.GOARCH); c.heavy && w != "" && simdWarnings {
 		fmt.Fprintln(stderr, w)
 	}
+	if c.timesForwards {
+		backend.TuneGC()
+	}
 	if err := c.run(args[1:], stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "mase %s: %v\n", c.name, oneLine(err.Error()))
 		return 1
@@ -159,7 +165,6 @@ func oneLine(s string) string {
 }
 
 func main() {
-	backend.TuneGC() // a higher GOGC unless GOGC or GOMEMLIMIT is set (docs/BENCHMARKS.md)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

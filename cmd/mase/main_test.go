@@ -267,6 +267,18 @@ func TestSIMDWarning(t *testing.T) {
 	}
 }
 
+// TestCollectorSettingOnlyForForwardTimings: a higher GOGC speeds the
+// timed forwards up but slows training down and doubles its memory
+// (docs/BENCHMARKS.md), so only bench and profile set it.
+func TestCollectorSettingOnlyForForwardTimings(t *testing.T) {
+	for name, c := range commands {
+		want := name == "bench" || name == "profile"
+		if c.timesForwards != want {
+			t.Errorf("mase %s: timesForwards %v, want %v", name, c.timesForwards, want)
+		}
+	}
+}
+
 func TestDownloadProgress(t *testing.T) {
 	var b strings.Builder
 	p := downloadProgress(&b)

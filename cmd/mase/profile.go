@@ -18,11 +18,12 @@ const profileUsage = "--model bert-tiny|resnet18 [--mode eager|compiled] [--batc
 
 func init() {
 	register(command{
-		name:  "profile",
-		usage: profileUsage,
-		short: "profile one model's forward in eager or compiled mode: a timeline of every executable call, host kernel and compile (Chrome trace JSON for Perfetto), and the top nodes by time with their FLOPs and bytes",
-		run:   runProfile,
-		heavy: true,
+		name:          "profile",
+		usage:         profileUsage,
+		short:         "profile one model's forward in eager or compiled mode: a timeline of every executable call, host kernel and compile (Chrome trace JSON for Perfetto), and the top nodes by time with their FLOPs and bytes",
+		run:           runProfile,
+		heavy:         true,
+		timesForwards: true,
 	})
 }
 
