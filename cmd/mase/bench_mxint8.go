@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/compute/dtypes/bfloat16"
 
 	"github.com/gomase/gomase/kernels/mxint8"
-	"github.com/gomase/gomase/mase/labsetup"
+	"github.com/gomase/gomase/mase/lab/labsetup"
 	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/perf"

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/compress"
+	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/plot"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/labs"
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 func init() {

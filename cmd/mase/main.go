@@ -19,7 +19,7 @@ import (
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/datadir"
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/train"
 )

@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/finetune"
-	"github.com/gomase/gomase/mase/nas"
+	"github.com/gomase/gomase/mase/lab/compress"
+	"github.com/gomase/gomase/mase/lab/finetune"
+	"github.com/gomase/gomase/mase/lab/nas"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/mase/ui/searchplot"

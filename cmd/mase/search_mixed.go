@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gomase/gomase/mase/finetune"
-	"github.com/gomase/gomase/mase/mixedprecision"
+	"github.com/gomase/gomase/mase/lab/finetune"
+	"github.com/gomase/gomase/mase/lab/mixedprecision"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/train"
 )

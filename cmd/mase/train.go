@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/progress"
 )

@@ -1,126 +1,99 @@
-// Package layering checks the import rules of docs/architecture.md (the
-// layers, imports pointing down only) against `go list -deps`.
 package layering
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os/exec"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/gomase/gomase/internal/testinputs"
 )
 
-const module = "github.com/gomase/gomase/"
-
-// layer names the layer of a package path (relative to the module).
-func layer(p string) string {
-	switch {
-	case under(p, "kernel"):
-		return "harness"
-	case under(p, "mase/ui"):
-		return "ui"
-	case under(p, "mase/finetune"), under(p, "mase/compress"), under(p, "mase/nas"),
-		under(p, "mase/mixedprecision"), under(p, "mase/labsetup"):
-		return "lab application"
-	case under(p, "kernels"):
-		return "kernels"
-	case under(p, "rtl"):
-		return "rtl"
-	case under(p, "graphviz"):
-		return "graphviz"
-	case under(p, "mase"):
-		return "library"
-	case under(p, "cmd"):
-		return "command"
-	case under(p, "internal"):
-		return "internal"
-	}
-	return "other"
-}
-
-func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-
-// forbidden says why package p (in layer from) may not depend on package
-// d (in layer to), or "" when it may.
-func forbidden(p, from, d, to string) string {
-	switch {
-	case to == "harness" && from != "harness" && from != "command":
-		return "only commands import the notebook harness (kernel/)"
-	case to == "command":
-		return "nothing imports a command"
-	case to == "ui" && (from == "library" || from == "kernels" || from == "rtl" || from == "graphviz"):
-		return "the library reports through callbacks; it imports no UI package"
-	case to == "lab application" && (from == "library" || from == "ui" || from == "kernels" || from == "rtl" || from == "graphviz"):
-		return "lab applications sit above the library and the UI"
-	case from == "kernels" && (to == "library" || to == "rtl"):
-		return "kernels are leaves: they import no mase package"
-	case to == "rtl" && (from == "library" || from == "lab application" || from == "kernels"):
-		return "rtl/ is imported only by the RTL flow, the UI and commands"
-	case to == "internal" && (from == "kernels" || from == "graphviz"):
-		return "kernels and graphviz are leaves: they import nothing of gomase"
-	case to == "internal" && d != "internal/atomicfile":
-		return "internal/ is test support, imported only by tests (internal/atomicfile excepted)"
-	}
-	return ""
-}
-
-// known are the dependencies that break the rules today, each to be
-// removed by moving code (issue 18); the test fails when one disappears,
-// so the list only shrinks.
-var known = map[string]bool{}
-
+// TestLayering checks every package of the module against the rules.
 func TestLayering(t *testing.T) {
 	// go list runs in another process: make the test cache see the sources.
 	testinputs.GoSources(t, "../..")
-	out, err := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", module+"...").Output()
+	out, err := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", Module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	var broken []string
-	seen := map[string]bool{}
-	for dec.More() {
-		var pkg struct {
-			ImportPath string
-			Deps       []string
-		}
-		if err := dec.Decode(&pkg); err != nil {
+	var pkgs []Package
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p Package
+		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		p := strings.TrimPrefix(pkg.ImportPath, module)
-		from := layer(p)
-		for _, dep := range pkg.Deps {
-			if !strings.HasPrefix(dep, module) {
-				continue
-			}
-			d := strings.TrimPrefix(dep, module)
-			to := layer(d)
-			if from == to && from != "kernels" {
-				continue
-			}
-			why := forbidden(p, from, d, to)
-			if why == "" {
-				continue
-			}
-			edge := p + " -> " + d
-			if known[edge] {
-				seen[edge] = true
-				continue
-			}
-			broken = append(broken, fmt.Sprintf("%s (%s -> %s): %s", edge, from, to, why))
+		if Layer(strings.TrimPrefix(p.ImportPath, Module)) == Other {
+			t.Errorf("%s: its path names no layer (docs/architecture.md lists the folders)", p.ImportPath)
 		}
+		pkgs = append(pkgs, p)
 	}
-	sort.Strings(broken)
-	for _, b := range broken {
+	if len(pkgs) < 50 {
+		t.Fatalf("go list found %d packages; the module has more", len(pkgs))
+	}
+	for _, b := range Breaks(pkgs) {
 		t.Error(b)
 	}
-	for edge := range known {
-		if !seen[edge] {
-			t.Errorf("%s no longer happens: remove it from known", edge)
+}
+
+func TestLayerFromPath(t *testing.T) {
+	for p, want := range map[string]string{
+		"cmd/mase":                 Command,
+		"kernel/labs":              Harness,
+		"mase/lab/finetune":        LabApplication,
+		"mase/lab/labsetup/scale":  LabApplication,
+		"mase/ui/plot":             UI,
+		"mase/train":               Library,
+		"mase":                     Library,
+		"mase/labels":              Library, // a sibling whose name starts like lab/
+		"kernels/sdpa":             Kernels,
+		"rtl/emit":                 RTL,
+		"graphviz/internal/initdr": Graphviz,
+		"internal/atomicfile":      Internal,
+		"tools/x":                  Other,
+	} {
+		if got := Layer(p); got != want {
+			t.Errorf("Layer(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// TestPlantedUpwardImports: each kind of upward import is reported, and
+// the downward ones are not.
+func TestPlantedUpwardImports(t *testing.T) {
+	dep := func(from string, to ...string) Package {
+		deps := []string{"fmt"}
+		for _, d := range to {
+			deps = append(deps, Module+d)
+		}
+		return Package{ImportPath: Module + from, Deps: deps}
+	}
+	pkgs := []Package{
+		dep("mase/train", "mase/ui/progress"), // library -> UI
+		dep("mase/ir", "mase/lab/labsetup"),   // library -> lab application
+		dep("kernels/sdpa", "mase/ir"),        // kernels -> library
+		dep("mase/ui/plot", "kernel/labs"),    // UI -> harness
+		dep("rtl/emit", "cmd/mase"),           // anything -> command
+		dep("mase/passes", "rtl/emit"),        // library -> RTL
+		dep("mase/data", "internal/pgtest"),   // library -> test support
+		dep("mase/lab/nas", "mase/ui/plot", "mase/search", "kernels/sdpa", "internal/atomicfile"), // all allowed
+		dep("cmd/mase", "kernel/labs", "mase/lab/nas", "rtl/emit"),                                // all allowed
+		{ImportPath: "example.com/other", Deps: []string{Module + "cmd/mase"}},                    // not ours
+	}
+	got := Breaks(pkgs)
+	want := []string{"mase/train -> mase/ui/progress", "mase/ir -> mase/lab/labsetup", "kernels/sdpa -> mase/ir",
+		"mase/ui/plot -> kernel/labs", "rtl/emit -> cmd/mase", "mase/passes -> rtl/emit", "mase/data -> internal/pgtest"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d breaks, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || strings.HasPrefix(g, w+" (")
+		}
+		if !found {
+			t.Errorf("planted %s not reported; got:\n%s", w, strings.Join(got, "\n"))
 		}
 	}
 }

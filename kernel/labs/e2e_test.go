@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 // requireKernel fails the test (it never skips: CI runs `make setup` before

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 // IndexInfo describes one `mase labs` run for its index page.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 // writeIndex writes the index and returns its text.

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/kernelspec"
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 // ModulePath is the module path of the gomase repository's go.mod.

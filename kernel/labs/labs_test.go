@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 func TestFindRoot(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 	"github.com/gomase/gomase/mase/ui/widget"
 )
 

@@ -36,7 +36,7 @@ import (
 
 	"github.com/gomase/gomase/kernel/kernelspec"
 	"github.com/gomase/gomase/kernel/labs"
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 const defaultJupyter = labs.DefaultJupyter

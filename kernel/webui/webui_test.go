@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/labs"
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 // artefactsEnv names the directory where TestNotebookWebUI writes its

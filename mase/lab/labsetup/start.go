@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/train"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/finetune"
 )
 
 // withPretrainedCache points the HuggingFace cache at an empty folder and,
@@ -32,7 +32,7 @@ func withPretrainedCache(t *testing.T, present bool) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"config.json", "pytorch_model.bin", "tokenizer.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "pretrained", "testdata", "base", f))
+		data, err := os.ReadFile(filepath.Join("..", "..", "pretrained", "testdata", "base", f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/gomase/gomase/mase/data"
-	"github.com/gomase/gomase/mase/finetune"
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/finetune"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/pretrained"

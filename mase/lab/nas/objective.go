@@ -6,7 +6,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
-	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/train"

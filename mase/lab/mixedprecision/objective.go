@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase"
-	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/quant"

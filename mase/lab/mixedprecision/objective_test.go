@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gomase/gomase/mase"
-	"github.com/gomase/gomase/mase/compress"
+	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
 )

@@ -113,7 +113,7 @@ func TestStartModel(t *testing.T) {
 	os.MkdirAll(filepath.Join(cache, "models--prajjwal1--bert-tiny", "refs"), 0o755)
 	os.WriteFile(filepath.Join(cache, "models--prajjwal1--bert-tiny", "refs", "main"), []byte(commit), 0o644)
 	for _, f := range []string{"config.json", "pytorch_model.bin", "tokenizer.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "pretrained", "testdata", "base", f))
+		data, err := os.ReadFile(filepath.Join("..", "..", "pretrained", "testdata", "base", f))
 		if err != nil {
 			t.Fatal(err)
 		}

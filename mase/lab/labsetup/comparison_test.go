@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/labsetup/scale"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
 func TestPerScalePicksTheScalesValue(t *testing.T) {

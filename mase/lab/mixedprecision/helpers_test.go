@@ -11,8 +11,8 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
-	"github.com/gomase/gomase/mase/compress"
-	"github.com/gomase/gomase/mase/finetune"
+	"github.com/gomase/gomase/mase/lab/compress"
+	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"

@@ -1,0 +1,111 @@
+// Package layering checks the import rules of docs/architecture.md: each
+// package's layer is read from its path, and imports point down only.
+package layering
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Module is the import path prefix of gomase's packages.
+const Module = "github.com/gomase/gomase/"
+
+// The layers, named as docs/architecture.md names them.
+const (
+	Command        = "command"
+	Harness        = "harness"
+	LabApplication = "lab application"
+	UI             = "ui"
+	Library        = "library"
+	RTL            = "rtl"
+	Kernels        = "kernels"
+	Graphviz       = "graphviz"
+	Internal       = "internal"
+	Other          = "other"
+)
+
+// folders maps a folder to the layer of every package under it; the
+// longest folder that holds a package decides.
+var folders = map[string]string{
+	"cmd":      Command,
+	"kernel":   Harness,
+	"mase/lab": LabApplication,
+	"mase/ui":  UI,
+	"mase":     Library,
+	"rtl":      RTL,
+	"kernels":  Kernels,
+	"graphviz": Graphviz,
+	"internal": Internal,
+}
+
+// Layer returns the layer of a package path relative to Module.
+func Layer(p string) string {
+	best, layer := "", Other
+	for dir, l := range folders {
+		if (p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > len(best) {
+			best, layer = dir, l
+		}
+	}
+	return layer
+}
+
+// atomicFile is the one internal package that library code may import.
+const atomicFile = "internal/atomicfile"
+
+// Forbidden says why package p (in layer from) may not import package d (in
+// layer to), or "" when it may.
+func Forbidden(p, from, d, to string) string {
+	switch {
+	case from == to && from != Kernels:
+		return ""
+	case to == Harness && from != Command:
+		return "only commands import the notebook harness (kernel/)"
+	case to == Command:
+		return "nothing imports a command"
+	case to == UI && (from == Library || from == Kernels || from == RTL || from == Graphviz):
+		return "the library reports through callbacks; it imports no UI package"
+	case to == LabApplication && (from == Library || from == UI || from == Kernels || from == RTL || from == Graphviz):
+		return "lab applications (mase/lab/) sit above the library and the UI"
+	case from == Kernels && (to == Library || to == RTL):
+		return "kernels are leaves: they import no mase package"
+	case to == RTL && (from == Library || from == LabApplication || from == Kernels):
+		return "rtl/ is imported only by the RTL flow, the UI and commands"
+	case to == Internal && (from == Kernels || from == Graphviz):
+		return "kernels and graphviz are leaves: they import nothing of gomase"
+	case to == Internal && d != atomicFile:
+		return "internal/ is test support, imported only by tests (internal/atomicfile excepted)"
+	}
+	return ""
+}
+
+// Package is one package and what it depends on, as `go list -json` says.
+type Package struct {
+	ImportPath string
+	Deps       []string
+}
+
+// Breaks returns each dependency of pkgs that breaks a rule, as
+// "from -> to (layer -> layer): why", sorted.
+func Breaks(pkgs []Package) []string {
+	var broken []string
+	for _, pkg := range pkgs {
+		p, ok := strings.CutPrefix(pkg.ImportPath, Module)
+		if !ok {
+			continue
+		}
+		from := Layer(p)
+		for _, dep := range pkg.Deps {
+			d, ok := strings.CutPrefix(dep, Module)
+			if !ok {
+				continue
+			}
+			to := Layer(d)
+			if why := Forbidden(p, from, d, to); why != "" {
+				broken = append(broken, fmt.Sprintf("%s -> %s (%s -> %s): %s", p, d, from, to, why))
+			}
+		}
+	}
+	sort.Strings(broken)
+	return broken
+}
