@@ -4,6 +4,7 @@ package layering
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -50,6 +51,16 @@ func Layer(p string) string {
 	return layer
 }
 
+// underAny reports whether package p is one of dirs or under one.
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // atomicFile is the one internal package that library code may import.
 const atomicFile = "internal/atomicfile"
 
@@ -79,11 +90,28 @@ func Forbidden(p, from, d, to string) string {
 	return ""
 }
 
-// Package is one package and what it depends on, as `go list -json` says.
+// Package is one package, what it imports and what it depends on, as
+// `go list -json` says.
 type Package struct {
 	ImportPath string
+	Imports    []string
 	Deps       []string
 }
+
+// GPUBinding is the package of CUDA driver bindings; only the package that
+// runs kernels on a backend imports it.
+const GPUBinding = "kernels/cuda"
+
+// gpuBindingImporters may import GPUBinding: the backend (which probes and
+// registers the CUDA custom calls) and the kernels beside it.
+var gpuBindingImporters = []string{"mase/backend", "kernels"}
+
+// graphCore are the packages of the graph and its modules, which hold no
+// backend: a MaseGraph can be traced, drawn and transformed without one.
+var graphCore = []string{"mase/ir", "mase/nn"}
+
+// backendPackages are what the graph core may not depend on.
+var backendPackages = []string{"mase/backend", "kernels"}
 
 // Breaks returns each dependency of pkgs that breaks a rule, as
 // "from -> to (layer -> layer): why", sorted.
@@ -93,6 +121,18 @@ func Breaks(pkgs []Package) []string {
 		p, ok := strings.CutPrefix(pkg.ImportPath, Module)
 		if !ok {
 			continue
+		}
+		for _, imp := range pkg.Imports {
+			if imp == Module+GPUBinding && !underAny(p, gpuBindingImporters) {
+				broken = append(broken, fmt.Sprintf("%s -> %s (imports): only %s import the GPU bindings", p, GPUBinding, strings.Join(gpuBindingImporters, ", ")))
+			}
+		}
+		if slices.Contains(graphCore, p) {
+			for _, dep := range pkg.Deps {
+				if d, ok := strings.CutPrefix(dep, Module); ok && underAny(d, backendPackages) {
+					broken = append(broken, fmt.Sprintf("%s -> %s (graph core -> backend): the graph and its modules hold no backend", p, d))
+				}
+			}
 		}
 		from := Layer(p)
 		for _, dep := range pkg.Deps {

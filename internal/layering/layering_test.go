@@ -14,7 +14,7 @@ import (
 func TestLayering(t *testing.T) {
 	// go list runs in another process: make the test cache see the sources.
 	testinputs.GoSources(t, "../..")
-	out, err := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps", Module+"...").Output()
+	out, err := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Imports,Deps", Module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -81,8 +81,14 @@ func TestPlantedUpwardImports(t *testing.T) {
 		dep("cmd/mase", "kernel/labs", "mase/lab/nas", "rtl/emit"),                                // all allowed
 		{ImportPath: "example.com/other", Deps: []string{Module + "cmd/mase"}},                    // not ours
 	}
+	pkgs = append(pkgs,
+		Package{ImportPath: Module + "mase/passes", Imports: []string{Module + GPUBinding}},  // a GPU binding outside the backend
+		Package{ImportPath: Module + "mase/backend", Imports: []string{Module + GPUBinding}}, // allowed
+		Package{ImportPath: Module + "mase/ir", Deps: []string{Module + "mase/backend"}},     // the graph core on a backend
+		Package{ImportPath: Module + "mase/nn", Deps: []string{Module + "kernels/mxint8"}},   // the same
+		Package{ImportPath: Module + "mase/trace", Deps: []string{Module + "mase/backend"}})  // allowed: not the graph core
 	got := Breaks(pkgs)
-	want := []string{"mase/train -> mase/ui/progress", "mase/ir -> mase/lab/labsetup", "kernels/sdpa -> mase/ir",
+	want := []string{"mase/passes -> kernels/cuda", "mase/ir -> mase/backend", "mase/nn -> kernels/mxint8", "mase/train -> mase/ui/progress", "mase/ir -> mase/lab/labsetup", "kernels/sdpa -> mase/ir",
 		"mase/ui/plot -> kernel/labs", "rtl/emit -> cmd/mase", "mase/passes -> rtl/emit", "mase/data -> internal/pgtest"}
 	if len(got) != len(want) {
 		t.Fatalf("got %d breaks, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))

@@ -116,7 +116,7 @@ func TestDequantizeGraphErrors(t *testing.T) {
 }
 
 // TestMatchesFakeQuantGraph: Pack then dequantise gives exactly the values
-// of mase/quant's MXINT8 fake-quantisation graph (what nn.QuantizedLinear's
+// of mase/quant's MXINT8 fake-quantisation graph (what quantized.Linear's
 // "mxint8" config applies to a weight), for every group size, on the Go
 // backend.
 func TestMatchesFakeQuantGraph(t *testing.T) {

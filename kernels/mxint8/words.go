@@ -7,7 +7,7 @@ import (
 )
 
 // DequantizeWords decodes a packed parameter as a packed module stores it
-// (see SetPacked: int32 words of 4 mantissas and of 4 exponents; n values
+// (see mase/nn/packed's Set: int32 words of 4 mantissas and of 4 exponents; n values
 // in groups of groupSize) to float32 with the fast kernel (Dequantize),
 // then widens each bfloat16 exactly. It is the host side of the modules'
 // graph op, for compiled graphs on the Go backend that run the

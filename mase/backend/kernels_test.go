@@ -18,7 +18,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/packed"
 	"github.com/gomase/gomase/mase/passes"
 )
 
@@ -161,9 +161,9 @@ func TestPackedModelCallsKernels(t *testing.T) {
 	var linears, embeddings int
 	for _, nm := range mg.Model.Modules() {
 		switch nm.Module.(type) {
-		case *nn.QLinearPacked:
+		case *packed.Linear:
 			linears++
-		case *nn.QEmbeddingPacked:
+		case *packed.Embedding:
 			embeddings++
 		}
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	_ "github.com/gomase/gomase/mase/nn/packed"    // the packed modules' kinds, for DecodeModule
+	_ "github.com/gomase/gomase/mase/nn/prune"     // the mask and pre-hook kinds, for RestoreHooks
+	_ "github.com/gomase/gomase/mase/nn/quantized" // the quantised Linear's kind, for DecodeModule
 	"github.com/gomase/gomase/mase/safetensors"
 	"github.com/gomase/gomase/mase/trace"
 )

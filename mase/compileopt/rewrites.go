@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/packed"
 	"github.com/gomase/gomase/mase/ops"
 )
 
@@ -166,7 +166,7 @@ func mxint8Kernel(mg *ir.MaseGraph) (int, error) {
 			continue
 		}
 		mod, _ := m.Module(n.Target)
-		l, ok := mod.(*nn.QLinearPacked)
+		l, ok := mod.(*packed.Linear)
 		if !ok {
 			continue
 		}
@@ -185,10 +185,10 @@ func mxint8Kernel(mg *ir.MaseGraph) (int, error) {
 		for _, p := range params {
 			base := ir.SanitizeName(p.layer.Target + "." + p.param)
 			var err error
-			if p.mw, err = g.AddNode(ir.GetAttr, base+nn.MantissasSuffix, p.layer.Target+"."+p.param+nn.MantissasSuffix, nil, nil); err != nil {
+			if p.mw, err = g.AddNode(ir.GetAttr, base+packed.MantissasSuffix, p.layer.Target+"."+p.param+packed.MantissasSuffix, nil, nil); err != nil {
 				return err
 			}
-			if p.ew, err = g.AddNode(ir.GetAttr, base+nn.ExponentsSuffix, p.layer.Target+"."+p.param+nn.ExponentsSuffix, nil, nil); err != nil {
+			if p.ew, err = g.AddNode(ir.GetAttr, base+packed.ExponentsSuffix, p.layer.Target+"."+p.param+packed.ExponentsSuffix, nil, nil); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/prune"
 )
 
 // chainGraph builds x → mods[0] → relu → mods[1] → relu → … and returns
@@ -98,7 +99,7 @@ func TestEagerModulesShareExecutables(t *testing.T) {
 	if _, err := m.RegisterBuffer("c.weight_mask", tensors.FromFlatDataAndDimensions(mask, 4, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RegisterParametrization("c", "weight", &nn.Mask{Buffer: "c.weight_mask"}); err != nil {
+	if err := m.RegisterParametrization("c", "weight", &prune.Mask{Buffer: "c.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
 	mg := &ir.MaseGraph{Model: m, Graph: chainGraph(t, "a", "b", "c")}

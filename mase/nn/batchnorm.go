@@ -74,7 +74,7 @@ func (l *BatchNorm2d) BufferSpecs() []ParamSpec {
 
 // Forward implements Leaf.
 func (l *BatchNorm2d) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("BatchNorm2d", args, 0)
+	x, err := TensorArg("BatchNorm2d", args, 0)
 	if err != nil {
 		return nil, err
 	}

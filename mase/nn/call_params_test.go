@@ -5,9 +5,27 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/nn"
 )
+
+// runOnce executes a graph built by fn on m's store and returns its
+// float32 values.
+func runOnce(t *testing.T, m *nn.Model, fn func(g *graph.Graph) *graph.Node) ([]float32, error) {
+	t.Helper()
+	be, err := backend.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := model.CallOnce(be, m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
+	if err != nil {
+		return nil, err
+	}
+	return tensors.MustCopyFlatData[float32](out), nil
+}
 
 // TestCallParams checks a call whose parameters are given reads them, and
 // only them, and refuses what would touch the store.

@@ -178,7 +178,7 @@ func (l *Conv2d) Config() ConvConfig {
 
 // Forward implements Leaf.
 func (l *Conv2d) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("Conv2d", args, 0)
+	x, err := TensorArg("Conv2d", args, 0)
 	if err != nil {
 		return nil, err
 	}

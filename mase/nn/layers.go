@@ -59,8 +59,9 @@ type noChildren struct{}
 // Children implements Module: leaves have none.
 func (noChildren) Children() []Named { return nil }
 
-// tensorArg returns argument i as a graph node, or an error naming the module.
-func tensorArg(mod string, args []any, i int) (*graph.Node, error) {
+// TensorArg returns argument i of a leaf's Forward as a graph node, or an
+// error naming the module.
+func TensorArg(mod string, args []any, i int) (*graph.Node, error) {
 	if i >= len(args) {
 		return nil, fmt.Errorf("%s: want at least %d tensor arguments, got %d", mod, i+1, len(args))
 	}
@@ -92,7 +93,7 @@ func (l *Linear) TypeName() string { return "Linear" }
 
 // ExtraRepr implements Module.
 func (l *Linear) ExtraRepr() string {
-	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s", l.InFeatures, l.OutFeatures, pyBool(l.Bias))
+	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s", l.InFeatures, l.OutFeatures, PyBool(l.Bias))
 }
 
 // Params implements Module.
@@ -114,7 +115,7 @@ func (l *Linear) Params() []ParamSpec {
 
 // Forward implements Leaf.
 func (l *Linear) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("Linear", args, 0)
+	x, err := TensorArg("Linear", args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,7 @@ func (e *Embedding) Params() []ParamSpec {
 
 // Forward implements Leaf: integer ids [...] → [..., dim].
 func (e *Embedding) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	ids, err := tensorArg("Embedding", args, 0)
+	ids, err := TensorArg("Embedding", args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +281,7 @@ func (l *LayerNorm) Params() []ParamSpec {
 
 // Forward implements Leaf.
 func (l *LayerNorm) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("LayerNorm", args, 0)
+	x, err := TensorArg("LayerNorm", args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func (d *Dropout) Params() []ParamSpec { return nil }
 
 // Forward implements Leaf.
 func (d *Dropout) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("Dropout", args, 0)
+	x, err := TensorArg("Dropout", args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +395,7 @@ func (a *activation) TypeName() string    { return a.name }
 func (a *activation) ExtraRepr() string   { return a.extra }
 func (a *activation) Params() []ParamSpec { return nil }
 func (a *activation) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg(a.name, args, 0)
+	x, err := TensorArg(a.name, args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -517,11 +518,11 @@ func (*CrossEntropyLoss) Params() []ParamSpec { return nil }
 
 // Forward implements Leaf.
 func (*CrossEntropyLoss) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	logits, err := tensorArg("CrossEntropyLoss", args, 0)
+	logits, err := TensorArg("CrossEntropyLoss", args, 0)
 	if err != nil {
 		return nil, err
 	}
-	labels, err := tensorArg("CrossEntropyLoss", args, 1)
+	labels, err := TensorArg("CrossEntropyLoss", args, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -538,7 +539,8 @@ func (*CrossEntropyLoss) Forward(c *Call, args []any, _ map[string]any) (any, er
 	return graph.Div(graph.ReduceAllSum(graph.Mul(nll, weight)), count), nil
 }
 
-func pyBool(b bool) string {
+// PyBool writes a bool as Python does (True, False), for ExtraRepr.
+func PyBool(b bool) string {
 	if b {
 		return "True"
 	}

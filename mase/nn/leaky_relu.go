@@ -43,7 +43,7 @@ func (l *LeakyReLU) Validate() error {
 
 // Forward implements Leaf.
 func (l *LeakyReLU) Forward(_ *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("LeakyReLU", args, 0)
+	x, err := TensorArg("LeakyReLU", args, 0)
 	if err != nil {
 		return nil, err
 	}

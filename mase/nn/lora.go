@@ -44,7 +44,7 @@ func (l *LoRALinear) TypeName() string { return "LoRALinear" }
 // ExtraRepr implements Module.
 func (l *LoRALinear) ExtraRepr() string {
 	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s, rank=%d, alpha=%s, dropout=%s",
-		l.InFeatures, l.OutFeatures, pyBool(l.Bias), l.Rank, formatFloat(l.Alpha), formatFloat(l.Dropout))
+		l.InFeatures, l.OutFeatures, PyBool(l.Bias), l.Rank, formatFloat(l.Alpha), formatFloat(l.Dropout))
 }
 
 // MaseOp declares the operator for metadata passes: a LoRALinear is a linear.
@@ -63,7 +63,7 @@ func (l *LoRALinear) Params() []ParamSpec {
 
 // Forward implements Leaf.
 func (l *LoRALinear) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("LoRALinear", args, 0)
+	x, err := TensorArg("LoRALinear", args, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,12 @@
 // A module is either a container (its forward is traced into a MaseGraph by
 // the model's code) or a leaf (Leaf: it knows how to build its own GoMLX
 // computation, and appears in a MaseGraph as one call_module node).
+//
+// The modules that passes put into a model live beside it, each
+// registering its kind here so that checkpoints restore it: quantised
+// layers in mase/nn/quantized, MXINT8-packed ones in mase/nn/packed, the
+// pruning mask and pre-hook in mase/nn/prune. nn imports no backend and no
+// number format.
 package nn
 
 import (

@@ -50,7 +50,7 @@ func (l *MaxPool2d) Params() []ParamSpec { return nil }
 
 // Forward implements Leaf.
 func (l *MaxPool2d) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("MaxPool2d", args, 0)
+	x, err := TensorArg("MaxPool2d", args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (l *AdaptiveAvgPool2d) Params() []ParamSpec { return nil }
 
 // Forward implements Leaf.
 func (l *AdaptiveAvgPool2d) Forward(c *Call, args []any, _ map[string]any) (any, error) {
-	x, err := tensorArg("AdaptiveAvgPool2d", args, 0)
+	x, err := TensorArg("AdaptiveAvgPool2d", args, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,6 @@ func init() {
 	RegisterModuleKind("Tanh", func() Module { return NewTanh() })
 	RegisterModuleKind("Identity", func() Module { return NewIdentity() })
 	RegisterModuleKind("LeakyReLU", func() Module { return NewLeakyReLU(DefaultNegativeSlope) })
-	RegisterModuleKind("QLinearPacked", func() Module { return &QLinearPacked{} })
-	RegisterModuleKind("QEmbeddingPacked", func() Module { return &QEmbeddingPacked{} })
 }
 
 // RegisterModuleKind makes a leaf module kind serialisable: newModule
@@ -60,10 +58,20 @@ func ModuleKinds() []string {
 	return out
 }
 
-// ModuleKind names a module's kind for serialisation: its Go type name for
-// struct modules (Linear, LoRALinear, QuantizedLinear), its TypeName for
-// the parameterless activations (ReLU, Tanh, Identity).
+// Kinded is a module that names its own serialisation kind (a module of
+// another package whose Go type name would clash with one of nn's).
+type Kinded interface {
+	ModuleKind() string
+}
+
+// ModuleKind names a module's kind for serialisation: the kind a Kinded
+// module gives, else its Go type name for struct modules (Linear,
+// LoRALinear), its TypeName for the parameterless activations (ReLU,
+// Tanh, Identity).
 func ModuleKind(mod Module) string {
+	if k, ok := mod.(Kinded); ok {
+		return k.ModuleKind()
+	}
 	if a, ok := mod.(*activation); ok {
 		return a.name
 	}

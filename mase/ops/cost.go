@@ -10,6 +10,8 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/packed"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -632,7 +634,7 @@ var activationFLOPs = map[string]int64{
 // operator): 2·in_features FLOPs per output element, in_features the
 // input's last axis, as FlopCounterMode counts the addmm. Element-wise:
 // the bias add (1 per output element) when there is a bias; for a
-// quantised Linear (nn.QuantizedLinear) 1 per element of each quantised
+// quantised Linear (quantized.Linear) 1 per element of each quantised
 // operand (data_in, weight, bias, data_out: a quantiser is counted as one
 // operation per element it rounds); for QLinearPacked the MXINT8
 // dequantisation of the weight and bias (1 per element); for LoRALinear the
@@ -649,13 +651,13 @@ func linearModuleCost(in CostInput) (Cost, error) {
 	c.FLOPs = 2 * outN * x.Last()
 	hasBias := in.Param("bias") != nil || in.Param("linear.bias") != nil
 	switch m := in.Module.(type) {
-	case *nn.QLinearPacked:
+	case *packed.Linear:
 		hasBias = m.Bias
 		c.ElementwiseFLOPs += int64(m.InFeatures) * int64(m.OutFeatures)
 		if m.Bias {
 			c.ElementwiseFLOPs += int64(m.OutFeatures)
 		}
-	case *nn.QuantizedLinear:
+	case *quantized.Linear:
 		cfg := m.Config
 		if !cfg.Bypass {
 			for _, q := range []struct {
@@ -731,7 +733,7 @@ func embeddingModuleCost(in CostInput) (Cost, error) {
 		tableBytes += p.Bytes()
 	}
 	switch m := in.Module.(type) {
-	case *nn.QEmbeddingPacked:
+	case *packed.Embedding:
 		tableElems = int64(m.NumEmbeddings) * int64(m.EmbeddingDim)
 	default:
 		w := in.Param("weight")

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/gomase/gomase/mase/ir"
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -55,7 +55,7 @@ func CalculateAvgBits(mg *ir.MaseGraph) (AvgBits, Info, error) {
 		}
 		inN, wN := elements(in.Shape), elements(w.Shape)
 		var dataSpec, weightSpec *quant.Spec
-		if q, ok := mod.(*nn.QuantizedLinear); ok {
+		if q, ok := mod.(*quantized.Linear); ok {
 			dataSpec, weightSpec = q.Config.DataIn, q.Config.Weight
 		}
 		add := func(s *quant.Spec, shape []int, count int, mase, store *float64) error {

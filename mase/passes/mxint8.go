@@ -8,6 +8,7 @@ import (
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/packed"
 )
 
 // PackOptions configures PackLinears.
@@ -82,12 +83,12 @@ func ModelBytes(m *nn.Model) (int64, error) {
 		total += int64(p.Variable.Shape().Size() * p.Variable.DType().Size())
 	}
 	for _, nm := range m.Modules() {
-		pm, ok := nm.Module.(nn.PackedModule)
+		pm, ok := nm.Module.(packed.Module)
 		if !ok {
 			continue
 		}
 		for param := range pm.PackedParams() {
-			for _, suffix := range []string{nn.MantissasSuffix, nn.ExponentsSuffix} {
+			for _, suffix := range []string{packed.MantissasSuffix, packed.ExponentsSuffix} {
 				name := nn.Join(nm.Path, param+suffix)
 				v, ok := m.Buffer(name)
 				if !ok {
@@ -104,7 +105,7 @@ func ModelBytes(m *nn.Model) (int64, error) {
 type packJob struct {
 	path   string
 	from   string
-	module nn.PackedModule
+	module packed.Module
 	params map[string]*mxint8.Packed
 	order  []string
 }
@@ -142,7 +143,7 @@ func PackLinears(mg *ir.MaseGraph, opts PackOptions) (*ir.MaseGraph, PackReport,
 		var job packJob
 		switch mod := nm.Module.(type) {
 		case *nn.Linear:
-			q, err := nn.NewQLinearPacked(mod.InFeatures, mod.OutFeatures, mod.Bias, gs)
+			q, err := packed.NewLinear(mod.InFeatures, mod.OutFeatures, mod.Bias, gs)
 			if err != nil {
 				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
 			}
@@ -154,7 +155,7 @@ func PackLinears(mg *ir.MaseGraph, opts PackOptions) (*ir.MaseGraph, PackReport,
 			if !opts.Embeddings {
 				continue
 			}
-			q, err := nn.NewQEmbeddingPacked(mod.NumEmbeddings, mod.EmbeddingDim, mod.PaddingIdx, gs)
+			q, err := packed.NewEmbedding(mod.NumEmbeddings, mod.EmbeddingDim, mod.PaddingIdx, gs)
 			if err != nil {
 				return nil, PackReport{}, fmt.Errorf("mxint8: pack %s: %w", nm.Path, err)
 			}
@@ -182,7 +183,7 @@ func PackLinears(mg *ir.MaseGraph, opts PackOptions) (*ir.MaseGraph, PackReport,
 		row := PackedLayer{Module: j.path, From: j.from, To: j.module.TypeName()}
 		for _, param := range j.order {
 			p := j.params[param]
-			if err := nn.SetPacked(mg.Model, j.path, param, p); err != nil {
+			if err := packed.Set(mg.Model, j.path, param, p); err != nil {
 				return nil, PackReport{}, err
 			}
 			row.Elements += p.Len()

@@ -18,6 +18,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/packed"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -182,7 +183,7 @@ func TestPackLinearsBertTiny(t *testing.T) {
 	if r.Theoretical != 0.7421875 || math.Abs(r.Saving-(1-float64(r.BytesAfter)/float64(r.BytesBefore))) > 0 {
 		t.Errorf("saving %v theoretical %v", r.Saving, r.Theoretical)
 	}
-	// The model: 14 nn.QLinearPacked, fewer parameters, non-trainable buffers
+	// The model: 14 packed.Linear, fewer parameters, non-trainable buffers
 	// holding Pack's output.
 	if n := mg.Model.NumParameters(""); n != params-bertTinyLinearElements {
 		t.Errorf("%d parameters left, want %d", n, params-bertTinyLinearElements)
@@ -198,9 +199,9 @@ func TestPackLinearsBertTiny(t *testing.T) {
 	fresh := bertTiny(t)
 	w, _, _ := fresh.Model.ParamValues("classifier.bias") // seeded, nonzero
 	want, _ := mxint8.Pack(w, 32)
-	back, err := nn.ReadPacked(mg.Model, "classifier", "bias")
+	back, err := packed.Read(mg.Model, "classifier", "bias")
 	if err != nil || !slices.Equal(back.Mantissas(), want.Mantissas()) || !slices.Equal(back.Exponents(), want.Exponents()) {
-		t.Errorf("nn.ReadPacked classifier.bias = %v, %v; want %v", back, err, want)
+		t.Errorf("packed.Read classifier.bias = %v, %v; want %v", back, err, want)
 	}
 	// A second call finds nothing to pack.
 	_, r2, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32})
@@ -288,7 +289,7 @@ func TestTrainAroundPackedLayers(t *testing.T) {
 	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32, Embeddings: true}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := nn.ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
+	before, _ := packed.Read(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
 	ln, _, _ := mg.Model.ParamValues("bert.embeddings.LayerNorm.weight")
 	tr, err := train.New(mg, train.DefaultConfig())
 	if err != nil {
@@ -304,7 +305,7 @@ func TestTrainAroundPackedLayers(t *testing.T) {
 	if err != nil || math.IsNaN(loss) {
 		t.Fatalf("step: loss %v, %v", loss, err)
 	}
-	after, _ := nn.ReadPacked(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
+	after, _ := packed.Read(mg.Model, "bert.encoder.layer.0.attention.self.query", "weight")
 	if !slices.Equal(before.Mantissas(), after.Mantissas()) || !slices.Equal(before.Exponents(), after.Exponents()) {
 		t.Errorf("the packed weight changed in training")
 	}
@@ -332,11 +333,11 @@ func TestPackedCheckpointRoundTrip(t *testing.T) {
 	closeOutputs(t, "imported", run(t, back), run(t, mg))
 }
 
-// TestAcceptanceNBits is spec §9 item 33: nn.QLinearPacked for Linear(4096,
+// TestAcceptanceNBits is spec §9 item 33: packed.Linear for Linear(4096,
 // 1024) at group size 32 stores 4,194,304 mantissas + 131,072 exponents
 // for the weight and 1,024 + 32 for the bias: nbits = 8.25.
 func TestAcceptanceNBits(t *testing.T) {
-	l, err := nn.NewQLinearPacked(4096, 1024, true, 32)
+	l, err := packed.NewLinear(4096, 1024, true, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,8 +375,8 @@ func TestAcceptanceNBits(t *testing.T) {
 // checkpoints do), and bad configurations are rejected with their reason.
 func TestModuleKinds(t *testing.T) {
 	for _, mod := range []nn.Module{
-		&nn.QLinearPacked{InFeatures: 8, OutFeatures: 4, Bias: true, GroupSize: 16},
-		&nn.QEmbeddingPacked{NumEmbeddings: 10, EmbeddingDim: 16, PaddingIdx: 0, GroupSize: 8},
+		&packed.Linear{InFeatures: 8, OutFeatures: 4, Bias: true, GroupSize: 16},
+		&packed.Embedding{NumEmbeddings: 10, EmbeddingDim: 16, PaddingIdx: 0, GroupSize: 8},
 	} {
 		kind, cfg, err := nn.EncodeModule(mod)
 		if err != nil {
@@ -429,27 +430,27 @@ func TestPackErrorsAPI(t *testing.T) {
 		{"nowhere", "weight", `the model has no module "nowhere"`},
 		{"classifier", "weight", "module classifier is a Linear (allowed: QLinearPacked, QEmbeddingPacked)"},
 	} {
-		if err := nn.SetPacked(mg.Model, tc.path, tc.param, p); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("nn.SetPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
+		if err := packed.Set(mg.Model, tc.path, tc.param, p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("packed.Set(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
 		}
-		if _, err := nn.ReadPacked(mg.Model, tc.path, tc.param); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("nn.ReadPacked(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
+		if _, err := packed.Read(mg.Model, tc.path, tc.param); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("packed.Read(%s, %s): %v, want %q", tc.path, tc.param, err, tc.want)
 		}
 	}
-	l, _ := nn.NewQLinearPacked(128, 2, true, 8)
+	l, _ := packed.NewLinear(128, 2, true, 8)
 	if err := mg.Model.ReplaceModule("classifier", l, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := nn.SetPacked(mg.Model, "classifier", "gamma", p); err == nil || !strings.Contains(err.Error(), `QLinearPacked classifier has no packed parameter "gamma" (allowed: [bias weight])`) {
+	if err := packed.Set(mg.Model, "classifier", "gamma", p); err == nil || !strings.Contains(err.Error(), `QLinearPacked classifier has no packed parameter "gamma" (allowed: [bias weight])`) {
 		t.Errorf("unknown param: %v", err)
 	}
-	if err := nn.SetPacked(mg.Model, "classifier", "bias", p); err == nil || !strings.Contains(err.Error(), "packed tensor has 10 values in groups of 8 (allowed: 2 values in groups of 8)") {
+	if err := packed.Set(mg.Model, "classifier", "bias", p); err == nil || !strings.Contains(err.Error(), "packed tensor has 10 values in groups of 8 (allowed: 2 values in groups of 8)") {
 		t.Errorf("wrong size: %v", err)
 	}
-	if _, err := nn.ReadPacked(mg.Model, "classifier", "bias"); err == nil || !strings.Contains(err.Error(), "has no buffer classifier.bias_mantissas") {
+	if _, err := packed.Read(mg.Model, "classifier", "bias"); err == nil || !strings.Contains(err.Error(), "has no buffer classifier.bias_mantissas") {
 		t.Errorf("unset buffer: %v", err)
 	}
-	if _, err := execute.Run(mg, inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by passes.PackLinears or nn.SetPacked") {
+	if _, err := execute.Run(mg, inputIDs()); err == nil || !strings.Contains(err.Error(), "packed parameters are set by passes.PackLinears or packed.Set") {
 		t.Errorf("running with unset buffers: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/passes"
 )
 
@@ -31,14 +31,14 @@ func TestCompressionPipelineQuantizesThenPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quantized := 0
+	nQuantized := 0
 	for _, nm := range out.Model.Modules() {
-		if _, ok := nm.Module.(*nn.QuantizedLinear); ok {
-			quantized++
+		if _, ok := nm.Module.(*quantized.Linear); ok {
+			nQuantized++
 		}
 	}
-	if quantized != 14 {
-		t.Errorf("%d quantized Linear modules, want 14", quantized)
+	if nQuantized != 14 {
+		t.Errorf("%d quantized Linear modules, want 14", nQuantized)
 	}
 	pruned, _ := infos[passes.PruneTransformPass]["pruned"].([]passes.PrunedModule)
 	if len(pruned) != 14 {

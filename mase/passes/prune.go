@@ -16,16 +16,17 @@ import (
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/prune"
 	"github.com/gomase/gomase/mase/ops"
 )
 
 // Pruning methods, scopes and granularities (MASE's spellings).
 const (
-	PruneRandom      = nn.MethodRandom // each element pruned with probability sparsity
-	PruneL1          = nn.MethodL1     // elements at or below the sparsity quantile of |values| pruned
-	PruneLocal       = "local"         // one threshold per module
-	PruneGlobal      = "global"        // one threshold over every pruned module
-	PruneElementwise = "elementwise"   // the only granularity gomase implements
+	PruneRandom      = prune.MethodRandom // each element pruned with probability sparsity
+	PruneL1          = prune.MethodL1     // elements at or below the sparsity quantile of |values| pruned
+	PruneLocal       = "local"            // one threshold per module
+	PruneGlobal      = "global"           // one threshold over every pruned module
+	PruneElementwise = "elementwise"      // the only granularity gomase implements
 )
 
 var (
@@ -106,11 +107,11 @@ const MaskSuffix = "_mask"
 //     quantile of |W| — of this module's for local scope, of all pruned
 //     modules' concatenated for global scope; random: each entry pruned
 //     with probability sparsity), stored as the non-trainable buffer
-//     "<module>.weight_mask" and applied by an nn.Mask parametrization, so
+//     "<module>.weight_mask" and applied by an prune.Mask parametrization, so
 //     the effective weight mask ⊙ W stays zero where pruned through
 //     fine-tuning. Pruning a module again ANDs the new mask into its
 //     existing one.
-//   - activations: an nn.SparsifyInput forward pre-hook that masks the
+//   - activations: an prune.SparsifyInput forward pre-hook that masks the
 //     module's input on every forward (l1-norm local: the quantile of the
 //     live |x|; l1-norm global: one threshold computed now from the
 //     inputs AddCommonMetadata recorded with AddValue; random: fresh
@@ -194,7 +195,7 @@ func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, erro
 				all = append(all, absAll(weights[p.path])...)
 			}
 		}
-		globalT = nn.Quantile(all, wcfg.Sparsity)
+		globalT = prune.Quantile(all, wcfg.Sparsity)
 	}
 	for i, p := range plans {
 		if !p.wPruned {
@@ -206,7 +207,7 @@ func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, erro
 		case PruneL1:
 			t := globalT
 			if wcfg.Scope == PruneLocal {
-				t = nn.Quantile(absAll(w), p.mod.WeightSparsity)
+				t = prune.Quantile(absAll(w), p.mod.WeightSparsity)
 			}
 			p.mod.Threshold = float64(t)
 			for j, v := range w {
@@ -260,7 +261,7 @@ func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, erro
 			}
 			all = append(all, absAll(vals)...)
 		}
-		actT = float64(nn.Quantile(all, acfg.Sparsity))
+		actT = float64(prune.Quantile(all, acfg.Sparsity))
 	}
 	if args.Activation != nil && acfg.Method == PruneRandom {
 		if v := mg.Model.Store.GetVariable(model.JoinPath("/", model.RNGStateVariableName)); v == nil || !v.HasValue() {
@@ -286,7 +287,7 @@ func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, erro
 				if _, err := mg.Model.RegisterBuffer(bufName, maskT); err != nil {
 					return nil, nil, fmt.Errorf("prune: %w", err)
 				}
-				if err := mg.Model.RegisterParametrization(p.path, p.param, &nn.Mask{Buffer: bufName}); err != nil {
+				if err := mg.Model.RegisterParametrization(p.path, p.param, &prune.Mask{Buffer: bufName}); err != nil {
 					return nil, nil, fmt.Errorf("prune: %w", err)
 				}
 			}
@@ -294,13 +295,13 @@ func PruneTransform(mg *ir.MaseGraph, args PruneArgs) (*ir.MaseGraph, Info, erro
 			total += p.mod.Total
 		}
 		if p.aPruned {
-			hook := &nn.SparsifyInput{Method: acfg.Method, Sparsity: p.mod.ActivationSparsity}
+			hook := &prune.SparsifyInput{Method: acfg.Method, Sparsity: p.mod.ActivationSparsity}
 			if !math.IsNaN(actT) {
 				t := actT
 				hook.Threshold = &t
 				p.mod.ActivationThreshold = t
 			}
-			mg.Model.RemoveForwardPreHooks(p.path, func(h nn.ForwardPreHook) bool { return h.Kind() == nn.SparsifyInputKind })
+			mg.Model.RemoveForwardPreHooks(p.path, func(h nn.ForwardPreHook) bool { return h.Kind() == prune.SparsifyInputKind })
 			if err := mg.Model.RegisterForwardPreHook(p.path, hook); err != nil {
 				return nil, nil, fmt.Errorf("prune: %w", err)
 			}
@@ -698,7 +699,7 @@ func BakePruneMasks(mg *ir.MaseGraph) (*ir.MaseGraph, Info, error) {
 	for _, tg := range prunableModules(mg) {
 		bufName := nn.Join(tg.path, tg.param+MaskSuffix)
 		isMask := func(p nn.Parametrization) bool {
-			mk, ok := p.(*nn.Mask)
+			mk, ok := p.(*prune.Mask)
 			return ok && mk.Buffer == bufName
 		}
 		ps := mg.Model.Parametrizations(tg.path, tg.param)

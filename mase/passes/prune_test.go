@@ -19,6 +19,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/prune"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -180,7 +181,7 @@ func TestPruneL1CountProperty(t *testing.T) {
 		}
 		p := pruned(info)[0]
 		zeros := p.Total - p.Kept
-		lo, _, _ := nn.QuantilePos(n, s)
+		lo, _, _ := prune.QuantilePos(n, s)
 		if zeros != lo+1 {
 			t.Errorf("n=%d s=%.4f: %d zeros, want ⌊s(n−1)⌋+1 = %d", n, s, zeros, lo+1)
 		}
@@ -212,7 +213,7 @@ func TestPruneL1Global(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := pruned(info)
-	want := nn.Quantile(all, 0.5)
+	want := prune.Quantile(all, 0.5)
 	if ps[0].Threshold != float64(want) || ps[1].Threshold != float64(want) {
 		t.Errorf("thresholds %v, %v, want both %v", ps[0].Threshold, ps[1].Threshold, want)
 	}
@@ -266,7 +267,7 @@ func TestPruneActivations(t *testing.T) {
 		t.Errorf("activation-only pruning: %+v", p)
 	}
 	got := run(mg, x)
-	th := nn.Quantile(absAll(xs), 0.5)
+	th := prune.Quantile(absAll(xs), 0.5)
 	zeros := 0
 	for i, v := range got {
 		if abs(xs[i]) > th {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/quant"
 )
@@ -16,7 +17,7 @@ import (
 // QuantizeTransform is MASE's quantize_transform_pass: every node whose
 // config (see QuantizeArgs) names a format is replaced by its quantized
 // version. Linear modules (and already quantized Linears, re-quantized
-// from their float weights) become a nn.QuantizedLinear of the format —
+// from their float weights) become a quantized.Linear of the format —
 // LinearInteger, LinearMinifloatIEEE, ... — holding the same weight and
 // bias, and the node's metadata type/precision are updated for its data
 // input, weight, bias (and output when data_out is quantized).
@@ -47,7 +48,7 @@ func QuantizeTransform(mg *ir.MaseGraph, args QuantizeArgs) (*ir.MaseGraph, Info
 	}
 	type job struct {
 		node   *ir.Node
-		module *nn.QuantizedLinear
+		module *quantized.Linear
 		config quant.LinearConfig
 	}
 	var jobs []job
@@ -93,7 +94,7 @@ func QuantizeTransform(mg *ir.MaseGraph, args QuantizeArgs) (*ir.MaseGraph, Info
 		if err != nil {
 			return nil, nil, fmt.Errorf("quantize: node %s (entry %q): %w", n.Name, key, err)
 		}
-		qm, err := nn.NewQuantizedLinear(in, out, bias, lc)
+		qm, err := quantized.NewLinear(in, out, bias, lc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("quantize: node %s (entry %q): %w", n.Name, key, err)
 		}
@@ -230,7 +231,7 @@ func linearShape(n *ir.Node, mod nn.Module) (in, out int, bias bool, err error) 
 	switch l := mod.(type) {
 	case *nn.Linear:
 		return l.InFeatures, l.OutFeatures, l.Bias, nil
-	case *nn.QuantizedLinear:
+	case *quantized.Linear:
 		return l.InFeatures, l.OutFeatures, l.Bias, nil
 	case *nn.LoRALinear:
 		return 0, 0, false, fmt.Errorf("node %s is a LoRALinear: fuse the adapters first (FuseLoRA), then quantize", n.Name)

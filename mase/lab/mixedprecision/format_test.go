@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -35,7 +35,7 @@ func TestFormatConfigEveryFormat(t *testing.T) {
 		}
 		// The layer builds for every bert-tiny shape, the classifier's 2 outputs included.
 		for _, shape := range [][2]int{{128, 128}, {128, 512}, {512, 128}, {128, 2}} {
-			if _, err := nn.NewQuantizedLinear(shape[0], shape[1], true, lc); err != nil {
+			if _, err := quantized.NewLinear(shape[0], shape[1], true, lc); err != nil {
 				t.Errorf("%s %v: %v", f, shape, err)
 			}
 		}

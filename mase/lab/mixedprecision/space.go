@@ -9,6 +9,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/search"
@@ -231,7 +232,7 @@ func linearLayers(mg *mase.MaseGraph) ([]linearLayer, error) {
 			return nil, fmt.Errorf("mixedprecision: node %s calls module %q, which the model does not have", n.Name, n.Target)
 		}
 		switch mod.(type) {
-		case *nn.Linear, *nn.QuantizedLinear:
+		case *nn.Linear, *quantized.Linear:
 			seen[n.Target] = true
 			out = append(out, linearLayer{node: n, module: mod})
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/quant"
 	"github.com/gomase/gomase/mase/search"
@@ -135,7 +136,7 @@ func TestApplyTask1(t *testing.T) {
 			params[l.Path+"_width"] != w || params[l.Path+"_frac_width"] != f {
 			t.Errorf("layer %d %+v, params %v %v: want integer %d/%d", i, l, params[l.Path+"_width"], params[l.Path+"_frac_width"], w, f)
 		}
-		q, ok := mod.(*nn.QuantizedLinear)
+		q, ok := mod.(*quantized.Linear)
 		if !ok {
 			t.Errorf("%s is %T, want a QuantizedLinear", l.Path, mod)
 			continue
@@ -204,7 +205,7 @@ func TestApplyAllFormats(t *testing.T) {
 			t.Errorf("layer %d class %s, want %s", i, l.Class, cls)
 		}
 		mod, _ := mg.Model.Module(l.Path)
-		q := mod.(*nn.QuantizedLinear)
+		q := mod.(*quantized.Linear)
 		n := float64(q.InFeatures * q.OutFeatures)
 		wBits += bits[l.Choice] * n
 		wN += n

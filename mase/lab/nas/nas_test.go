@@ -15,6 +15,7 @@ import (
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/search"
 )
 
@@ -289,13 +290,13 @@ func TestObjectiveTrainsCompressesAndSavesTheBest(t *testing.T) {
 	if last == nil {
 		t.Fatal("OnModel not called")
 	}
-	quantized := 0
+	nQuantized := 0
 	for _, nm := range last.Model.Modules() {
-		if _, ok := nm.Module.(*nn.QuantizedLinear); ok {
-			quantized++
+		if _, ok := nm.Module.(*quantized.Linear); ok {
+			nQuantized++
 		}
 	}
-	if quantized == 0 {
+	if nQuantized == 0 {
 		t.Error("the compressed model has no quantized Linear")
 	}
 	// The saved best model reloads with its own architecture and scores

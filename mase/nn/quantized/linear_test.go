@@ -1,4 +1,4 @@
-package nn_test
+package quantized_test
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/quantized"
 	"github.com/gomase/gomase/mase/quant"
 )
 
@@ -30,13 +31,13 @@ type qlRun struct {
 
 // runQuantized builds a model holding l at "fc", runs it on x and returns
 // the output, ∂Σy/∂x and ∂Σy/∂parameter for the trainable parameters.
-func runQuantized(t *testing.T, l *nn.QuantizedLinear, x []float32, shape []int, training bool) qlRun {
+func runQuantized(t *testing.T, l *quantized.Linear, x []float32, shape []int, training bool) qlRun {
 	t.Helper()
 	return runQuantizedWith(t, l, x, shape, training, nil)
 }
 
 // runQuantizedWith is runQuantized with some parameters set first.
-func runQuantizedWith(t *testing.T, l *nn.QuantizedLinear, x []float32, shape []int, training bool, set map[string][]float32) qlRun {
+func runQuantizedWith(t *testing.T, l *quantized.Linear, x []float32, shape []int, training bool, set map[string][]float32) qlRun {
 	t.Helper()
 	m, err := nn.NewModel(&nn.Container{Type: "Root", Kids: []nn.Named{{Name: "fc", Module: l}}}, 9)
 	if err != nil {
@@ -169,7 +170,7 @@ func TestQuantizedLinearIntegerMatchesReference(t *testing.T) {
 	cfg := parse(t, map[string]any{"name": "integer", "data_in_width": 8, "data_in_frac_width": 4,
 		"weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4})
 	const in, out = 6, 4
-	l, err := nn.NewQuantizedLinear(in, out, true, cfg)
+	l, err := quantized.NewLinear(in, out, true, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestQuantizedLinearIntegerMatchesReference(t *testing.T) {
 	}
 	// data_out quantises the output.
 	cfg.DataOut = &quant.Spec{Format: quant.Integer, Width: 6, FracWidth: 1}
-	l2, err := nn.NewQuantizedLinear(in, out, true, cfg)
+	l2, err := quantized.NewLinear(in, out, true, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestQuantizedLinearEveryClass(t *testing.T) {
 	for name, raw := range classConfigs() {
 		t.Run(name, func(t *testing.T) {
 			cfg := parse(t, raw)
-			l, err := nn.NewQuantizedLinear(in, out, true, cfg)
+			l, err := quantized.NewLinear(in, out, true, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -375,8 +376,8 @@ func TestQuantizedLinearBinaryModes(t *testing.T) {
 	x := randInput(3, 3*in, 1)
 	det := parse(t, map[string]any{"name": "binary", "weight_stochastic": false, "weight_bipolar": true})
 	sto := parse(t, map[string]any{"name": "binary", "weight_stochastic": true, "weight_bipolar": true})
-	ld, _ := nn.NewQuantizedLinear(in, out, true, det)
-	ls, _ := nn.NewQuantizedLinear(in, out, true, sto)
+	ld, _ := quantized.NewLinear(in, out, true, det)
+	ls, _ := quantized.NewLinear(in, out, true, sto)
 	rd, rs := runQuantized(t, ld, x, shape, false), runQuantized(t, ls, x, shape, false)
 	if !reflect.DeepEqual(rd.y, rs.y) {
 		t.Errorf("stochastic binary in eval mode %v ≠ deterministic %v", rs.y, rd.y)
@@ -384,7 +385,7 @@ func TestQuantizedLinearBinaryModes(t *testing.T) {
 	// binary_scaling, binary_training false: float linear with W clamped.
 	cfg := parse(t, map[string]any{"name": "binary_scaling", "data_in_stochastic": false, "data_in_bipolar": true,
 		"weight_stochastic": false, "weight_bipolar": true, "bias_stochastic": false, "bias_bipolar": true, "binary_training": false})
-	l, _ := nn.NewQuantizedLinear(in, out, true, cfg)
+	l, _ := quantized.NewLinear(in, out, true, cfg)
 	big := randInput(4, in*out, 3) // many beyond ±1
 	r := runQuantizedWith(t, l, x, shape, false, map[string][]float32{"weight": big})
 	wc := make([]float64, len(big))
@@ -425,7 +426,7 @@ func TestQuantizedLinearReplacesLinear(t *testing.T) {
 	before, _, _ := m.ParamValues("fc.weight")
 	cfg := parse(t, map[string]any{"name": "fixed", "data_in_width": 8, "data_in_frac_width": 4,
 		"weight_width": 8, "weight_frac_width": 4, "bias_width": 8, "bias_frac_width": 4})
-	q, err := nn.NewQuantizedLinear(4, 2, true, cfg)
+	q, err := quantized.NewLinear(4, 2, true, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,13 +444,13 @@ func TestQuantizedLinearReplacesLinear(t *testing.T) {
 
 func TestQuantizedLinearErrors(t *testing.T) {
 	good := parse(t, map[string]any{"name": "mxint8", "weight_group_size": 32})
-	if _, err := nn.NewQuantizedLinear(5, 3, true, good); err == nil || !strings.Contains(err.Error(), "the weight has 15 elements, not a multiple of mxint8 group_size 32") {
+	if _, err := quantized.NewLinear(5, 3, true, good); err == nil || !strings.Contains(err.Error(), "the weight has 15 elements, not a multiple of mxint8 group_size 32") {
 		t.Errorf("mxint8 weight: %v", err)
 	}
-	if _, err := nn.NewQuantizedLinear(0, 3, true, good); err == nil || !strings.Contains(err.Error(), "want in_features and out_features ≥ 1") {
+	if _, err := quantized.NewLinear(0, 3, true, good); err == nil || !strings.Contains(err.Error(), "want in_features and out_features ≥ 1") {
 		t.Errorf("zero features: %v", err)
 	}
-	if _, err := nn.NewQuantizedLinear(4, 4, true, quant.LinearConfig{Name: "log"}); err == nil || !strings.Contains(err.Error(), "log config has no data_in quantiser") {
+	if _, err := quantized.NewLinear(4, 4, true, quant.LinearConfig{Name: "log"}); err == nil || !strings.Contains(err.Error(), "log config has no data_in quantiser") {
 		t.Errorf("empty config: %v", err)
 	}
 	if _, err := nn.DecodeModule("QuantizedLinear", json.RawMessage(`{"InFeatures":4,"OutFeatures":4,"Bias":true,"Config":{"name":"integer"}}`)); err == nil || !strings.Contains(err.Error(), "integer config has no data_in quantiser") {
@@ -457,7 +458,7 @@ func TestQuantizedLinearErrors(t *testing.T) {
 	}
 	// data_in mxint8 with an input whose size the group does not divide.
 	cfg := parse(t, map[string]any{"name": "mxint8", "weight_group_size": 8, "data_in_group_size": 32})
-	l, err := nn.NewQuantizedLinear(8, 4, false, cfg)
+	l, err := quantized.NewLinear(8, 4, false, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package nn_test
+package prune_test
 
 import (
 	"math"
@@ -16,6 +16,7 @@ import (
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/nn/prune"
 )
 
 // oneLeaf returns a model with leaf at "layer" and a graph x → layer(x).
@@ -90,7 +91,7 @@ func TestMaskParametrizationLinear(t *testing.T) {
 	if v.Trainable {
 		t.Error("a buffer must not be trainable")
 	}
-	if err := m.RegisterParametrization("layer", "weight", &nn.Mask{Buffer: "layer.weight_mask"}); err != nil {
+	if err := m.RegisterParametrization("layer", "weight", &prune.Mask{Buffer: "layer.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := runGraph(t, m, g, execute.Mode{}, x); !slices.Equal(got, []float32{14, 26}) {
@@ -146,7 +147,7 @@ func TestMaskParametrizationLoRA(t *testing.T) {
 	if _, err := m.RegisterBuffer("layer.linear.weight_mask", tensors.FromFlatDataAndDimensions([]float32{0, 1, 1, 0}, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RegisterParametrization("layer", "linear.weight", &nn.Mask{Buffer: "layer.linear.weight_mask"}); err != nil {
+	if err := m.RegisterParametrization("layer", "linear.weight", &prune.Mask{Buffer: "layer.linear.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
 	x := tensors.FromFlatDataAndDimensions([]float32{1, 10}, 1, 2)
@@ -185,9 +186,9 @@ func TestParametrizationErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{m.RegisterParametrization("nope", "weight", &nn.Mask{}), `no module "nope"`},
-		{m.RegisterParametrization("layer", "kernel", &nn.Mask{}), `no parameter "kernel" (it has: weight, bias)`},
-		{m.RegisterForwardPreHook("", &nn.SparsifyInput{}), "not a leaf"},
+		{m.RegisterParametrization("nope", "weight", &prune.Mask{}), `no module "nope"`},
+		{m.RegisterParametrization("layer", "kernel", &prune.Mask{}), `no parameter "kernel" (it has: weight, bias)`},
+		{m.RegisterForwardPreHook("", &prune.SparsifyInput{}), "not a leaf"},
 		{func() error { _, err := m.RegisterBuffer("layer.weight", tensors.FromValue([]float32{1})); return err }(), `already has a parameter "weight"`},
 		{func() error { _, err := m.RegisterBuffer("nope.mask", tensors.FromValue([]float32{1})); return err }(), "naming a module of the model"},
 		{m.RemoveBuffer("layer.none"), `no buffer "layer.none"`},
@@ -198,7 +199,7 @@ func TestParametrizationErrors(t *testing.T) {
 	}
 	// A mask whose buffer is missing fails when the graph is built.
 	m2, g2 := oneLeaf(t, nn.NewLinear(3, 2, true))
-	if err := m2.RegisterParametrization("layer", "weight", &nn.Mask{Buffer: "layer.weight_mask"}); err != nil {
+	if err := m2.RegisterParametrization("layer", "weight", &prune.Mask{Buffer: "layer.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m2, Graph: g2}, execute.Mode{}, false)
@@ -234,7 +235,7 @@ func TestForwardPreHookAndRecords(t *testing.T) {
 	if _, err := m.RegisterBuffer("layer.weight_mask", tensors.FromFlatDataAndDimensions([]float32{0, 1}, 1, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RegisterParametrization("layer", "weight", &nn.Mask{Buffer: "layer.weight_mask"}); err != nil {
+	if err := m.RegisterParametrization("layer", "weight", &prune.Mask{Buffer: "layer.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := m.HookRecords()
@@ -300,7 +301,7 @@ func TestSparsifyInputL1(t *testing.T) {
 		zeros int
 	}{{0.5, 4}, {0.3, 3}, {0.9, 7}, {0.0, 1}, {1.0, 8}} {
 		m.RemoveForwardPreHooks("layer", nil)
-		if err := m.RegisterForwardPreHook("layer", &nn.SparsifyInput{Method: nn.MethodL1, Sparsity: tc.s}); err != nil {
+		if err := m.RegisterForwardPreHook("layer", &prune.SparsifyInput{Method: prune.MethodL1, Sparsity: tc.s}); err != nil {
 			t.Fatal(err)
 		}
 		got := runGraph(t, m, g, execute.Mode{}, x)
@@ -319,7 +320,7 @@ func TestSparsifyInputL1(t *testing.T) {
 	// Fixed threshold (global scope).
 	th := 0.45
 	m.RemoveForwardPreHooks("layer", nil)
-	if err := m.RegisterForwardPreHook("layer", &nn.SparsifyInput{Method: nn.MethodL1, Sparsity: 0.5, Threshold: &th}); err != nil {
+	if err := m.RegisterForwardPreHook("layer", &prune.SparsifyInput{Method: prune.MethodL1, Sparsity: 0.5, Threshold: &th}); err != nil {
 		t.Fatal(err)
 	}
 	if got := runGraph(t, m, g, execute.Mode{}, x); !slices.Equal(got, []float32{0, 0, 0, 0, 0.5, -0.6, 0.7, -0.8}) {
@@ -333,16 +334,16 @@ func TestSparsifyInputL1(t *testing.T) {
 	}
 	for _, q := range []float64{0, 0.1, 0.3, 0.5, 0.77, 1} {
 		got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
-			return nn.QuantileGraph(graph.Const(g, tensors.FromFlatDataAndDimensions(vals, 10, 100)), q)
+			return prune.QuantileGraph(graph.Const(g, tensors.FromFlatDataAndDimensions(vals, 10, 100)), q)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := nn.Quantile(vals, q); got[0] != want {
+		if want := prune.Quantile(vals, q); got[0] != want {
 			t.Errorf("q=%v: graph quantile %v, host %v", q, got[0], want)
 		}
 	}
-	if q := nn.Quantile([]float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}, 0.3); math.Abs(float64(q)-0.31) > 1e-6 {
+	if q := prune.Quantile([]float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}, 0.3); math.Abs(float64(q)-0.31) > 1e-6 {
 		t.Errorf("quantile 0.3 = %v, want 0.31", q)
 	}
 }
@@ -354,7 +355,7 @@ func TestSparsifyInputRandom(t *testing.T) {
 	if err := m.Store.SetRNGStateFromSeed(3); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RegisterForwardPreHook("layer", &nn.SparsifyInput{Method: nn.MethodRandom, Sparsity: 0.3}); err != nil {
+	if err := m.RegisterForwardPreHook("layer", &prune.SparsifyInput{Method: prune.MethodRandom, Sparsity: 0.3}); err != nil {
 		t.Fatal(err)
 	}
 	ones := make([]float32, 10000)
@@ -389,7 +390,7 @@ func TestSparsifyInputRandom(t *testing.T) {
 		prev = got
 	}
 	// More than one positional argument is rejected, as in MASE.
-	h := &nn.SparsifyInput{Method: nn.MethodL1, Sparsity: 0.5}
+	h := &prune.SparsifyInput{Method: prune.MethodL1, Sparsity: 0.5}
 	if _, _, err := h.Apply(&nn.Call{}, []any{nil, nil}, nil); err == nil || !strings.Contains(err.Error(), "allows exactly one") {
 		t.Errorf("two arguments: %v", err)
 	}
@@ -431,7 +432,7 @@ func TestOrderStatistic(t *testing.T) {
 		ranks := []int{0, len(vals) / 3, len(vals) / 2, len(vals) - 1}
 		for _, r := range ranks {
 			got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
-				return nn.OrderStatistic(graph.Const(g, vals), r)
+				return prune.OrderStatistic(graph.Const(g, vals), r)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -442,12 +443,12 @@ func TestOrderStatistic(t *testing.T) {
 		}
 		for _, q := range []float64{0, 0.25, 0.5, 0.9, 1} {
 			got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
-				return nn.QuantileGraph(graph.Const(g, vals), q)
+				return prune.QuantileGraph(graph.Const(g, vals), q)
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := nn.Quantile(vals, q)
+			want := prune.Quantile(vals, q)
 			if got[0] != want && !(math.IsNaN(float64(got[0])) && math.IsNaN(float64(want))) {
 				t.Errorf("case %d q=%v: quantile %v, want %v", ci, q, got[0], want)
 			}

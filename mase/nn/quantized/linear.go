@@ -1,4 +1,7 @@
-package nn
+// Package quantized holds the fake-quantised modules of QAT and PTQ: a
+// Linear of each of MASE's quantised classes, whose forward quantises its
+// operands with straight-through gradients.
+package quantized
 
 import (
 	"fmt"
@@ -7,14 +10,15 @@ import (
 
 	"github.com/gomlx/gomlx/core/graph"
 
+	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/quant"
 )
 
 func init() {
-	RegisterModuleKind("QuantizedLinear", func() Module { return &QuantizedLinear{} })
+	nn.RegisterModuleKind(Kind, func() nn.Module { return &Linear{} })
 }
 
-// QuantizedLinear is a Linear layer of one of MASE's quantised classes
+// Linear is a Linear layer of one of MASE's quantised classes
 // (chop.nn.quantized.modules.linear: LinearInteger, LinearMinifloatIEEE,
 // ..., LinearBinaryResidualSign, and gomase's LinearMXInt8), chosen by
 // Config.Name. Its forward is linear(Q_in(x), Q_w(W), Q_b(b)), with the
@@ -33,19 +37,27 @@ func init() {
 // Stochastic binarisation draws from the call's random source in train
 // mode; in eval mode (Call.Random nil) it uses u = 0.5, i.e. +1 exactly
 // when p = (x+1)/2 ≥ 0.5: the deterministic sign.
-type QuantizedLinear struct {
-	noChildren
+type Linear struct {
 	InFeatures  int                `json:"InFeatures"`
 	OutFeatures int                `json:"OutFeatures"`
 	Bias        bool               `json:"Bias"`
 	Config      quant.LinearConfig `json:"Config"`
 }
 
-// NewQuantizedLinear returns a quantised Linear of in → out features with
+// Kind is the Linear's kind in checkpoints (nn.ModuleKind).
+const Kind = "QuantizedLinear"
+
+// ModuleKind implements nn.Kinded.
+func (l *Linear) ModuleKind() string { return Kind }
+
+// Children implements nn.Module: a leaf has none.
+func (l *Linear) Children() []nn.Named { return nil }
+
+// NewLinear returns a quantised Linear of in → out features with
 // the given config (see quant.ParseLinearConfig); the config and the sizes
 // are checked (Validate).
-func NewQuantizedLinear(in, out int, bias bool, cfg quant.LinearConfig) (*QuantizedLinear, error) {
-	l := &QuantizedLinear{InFeatures: in, OutFeatures: out, Bias: bias, Config: cfg}
+func NewLinear(in, out int, bias bool, cfg quant.LinearConfig) (*Linear, error) {
+	l := &Linear{InFeatures: in, OutFeatures: out, Bias: bias, Config: cfg}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,7 +67,7 @@ func NewQuantizedLinear(in, out int, bias bool, cfg quant.LinearConfig) (*Quanti
 // Validate checks the sizes and the config (nn.Validator): features ≥ 1,
 // a valid quant.LinearConfig, and for mxint8 a weight (and bias) whose
 // element count the group size divides.
-func (l *QuantizedLinear) Validate() error {
+func (l *Linear) Validate() error {
 	if l.InFeatures < 1 || l.OutFeatures < 1 {
 		return fmt.Errorf("quantised Linear %d → %d: want in_features and out_features ≥ 1", l.InFeatures, l.OutFeatures)
 	}
@@ -81,25 +93,25 @@ func (l *QuantizedLinear) Validate() error {
 }
 
 // TypeName implements Module: MASE's class name (LinearInteger, ...).
-func (l *QuantizedLinear) TypeName() string { return l.Config.TypeName() }
+func (l *Linear) TypeName() string { return l.Config.TypeName() }
 
 // ExtraRepr implements Module, as torch.nn.Linear's (MASE's quantised
 // classes inherit it).
-func (l *QuantizedLinear) ExtraRepr() string {
-	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s", l.InFeatures, l.OutFeatures, pyBool(l.Bias))
+func (l *Linear) ExtraRepr() string {
+	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s", l.InFeatures, l.OutFeatures, nn.PyBool(l.Bias))
 }
 
 // MaseOp declares the operator for metadata passes: MASE's Linear
 // subclasses are linear.
-func (l *QuantizedLinear) MaseOp() (string, string) { return "module_related_func", "linear" }
+func (l *Linear) MaseOp() (string, string) { return "module_related_func", "linear" }
 
 // residual reports whether the layer has residual-sign parameters.
-func (l *QuantizedLinear) residual() bool {
+func (l *Linear) residual() bool {
 	return l.Config.Name == quant.BinaryResidual && !l.Config.Bypass
 }
 
 // levels is the residual-sign level count.
-func (l *QuantizedLinear) levels() int {
+func (l *Linear) levels() int {
 	if s := l.Config.DataIn; s != nil {
 		if len(s.Means) > 0 {
 			return len(s.Means)
@@ -112,20 +124,20 @@ func (l *QuantizedLinear) levels() int {
 }
 
 // Params implements Module.
-func (l *QuantizedLinear) Params() []ParamSpec {
+func (l *Linear) Params() []nn.ParamSpec {
 	bound := 1 / math.Sqrt(float64(l.InFeatures))
-	ps := []ParamSpec{{Name: "weight", Shape: []int{l.OutFeatures, l.InFeatures}, Init: Uniform(bound)}}
+	ps := []nn.ParamSpec{{Name: "weight", Shape: []int{l.OutFeatures, l.InFeatures}, Init: nn.Uniform(bound)}}
 	if l.Bias {
-		ps = append(ps, ParamSpec{Name: "bias", Shape: []int{l.OutFeatures}, Init: Uniform(bound)})
+		ps = append(ps, nn.ParamSpec{Name: "bias", Shape: []int{l.OutFeatures}, Init: nn.Uniform(bound)})
 	}
 	if l.residual() {
-		ps = append(ps, ParamSpec{Name: "gamma", Shape: []int{}, Init: Ones})
+		ps = append(ps, nn.ParamSpec{Name: "gamma", Shape: []int{}, Init: nn.Ones})
 		if l.Config.DataIn != nil {
 			means := l.Config.DataIn.Means
 			if len(means) == 0 {
 				means = quant.DefaultResidualMeans(l.levels())
 			}
-			ps = append(ps, ParamSpec{Name: "means", Shape: []int{len(means)}, Init: func(_ []int, _ *rand.Rand) []float32 {
+			ps = append(ps, nn.ParamSpec{Name: "means", Shape: []int{len(means)}, Init: func(_ []int, _ *rand.Rand) []float32 {
 				out := make([]float32, len(means))
 				for i, m := range means {
 					out[i] = float32(m)
@@ -133,15 +145,15 @@ func (l *QuantizedLinear) Params() []ParamSpec {
 				return out
 			}})
 		}
-		ps = append(ps, ParamSpec{Name: "pruning_masks", Shape: []int{l.OutFeatures, l.InFeatures}, Init: Ones, Frozen: true})
+		ps = append(ps, nn.ParamSpec{Name: "pruning_masks", Shape: []int{l.OutFeatures, l.InFeatures}, Init: nn.Ones, Frozen: true})
 	}
 	return ps
 }
 
 // Forward implements Leaf.
-func (l *QuantizedLinear) Forward(c *Call, args []any, _ map[string]any) (any, error) {
+func (l *Linear) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
 	name := l.TypeName()
-	x, err := tensorArg(name, args, 0)
+	x, err := nn.TensorArg(name, args, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +182,9 @@ func (l *QuantizedLinear) Forward(c *Call, args []any, _ map[string]any) (any, e
 	}
 	cfg := l.Config
 	linear := func(x, w, b *graph.Node) *graph.Node {
-		y := LinearOp(x, w)
+		y := nn.LinearOp(x, w)
 		if b != nil {
-			y = Broadcasting(graph.Add)(y, b)
+			y = nn.Broadcasting(graph.Add)(y, b)
 		}
 		return y
 	}
@@ -209,7 +221,7 @@ func clampWeight(w *graph.Node) *graph.Node {
 // Q_w(W)·|γ|·masks, b), x_expanded the residual-sign expansion of x with
 // the learnt means (x itself without data_in_residual_sign), Q_w binary
 // (clamp to [−1, 1] without binary_training).
-func (l *QuantizedLinear) residualForward(c *Call, x, w, b *graph.Node, random func(dims ...int) *graph.Node) (any, error) {
+func (l *Linear) residualForward(c *nn.Call, x, w, b *graph.Node, random func(dims ...int) *graph.Node) (any, error) {
 	gamma, err := c.Param("gamma")
 	if err != nil {
 		return nil, err
@@ -233,9 +245,9 @@ func (l *QuantizedLinear) residualForward(c *Call, x, w, b *graph.Node, random f
 		w = clampWeight(w)
 	}
 	w = graph.Mul(graph.Mul(w, graph.Abs(gamma)), masks)
-	y := LinearOp(x, w)
+	y := nn.LinearOp(x, w)
 	if b != nil {
-		y = Broadcasting(graph.Add)(y, b)
+		y = nn.Broadcasting(graph.Add)(y, b)
 	}
 	return y, nil
 }

@@ -1,4 +1,7 @@
-package nn
+// Package packed holds the MXINT8-packed modules of Lab 4 (MASE's
+// Linear and Embedding): weights stored as packed mantissas
+// and exponents in the model's buffers and dequantised on every call.
+package packed
 
 import (
 	"fmt"
@@ -11,6 +14,18 @@ import (
 
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/nn"
+)
+
+func init() {
+	nn.RegisterModuleKind(LinearKind, func() nn.Module { return &Linear{} })
+	nn.RegisterModuleKind(EmbeddingKind, func() nn.Module { return &Embedding{} })
+}
+
+// The packed modules' kinds in checkpoints (nn.ModuleKind).
+const (
+	LinearKind    = "QLinearPacked"
+	EmbeddingKind = "QEmbeddingPacked"
 )
 
 // A packed parameter P ("weight", "bias") of a packed module lives in the
@@ -22,8 +37,8 @@ import (
 //
 // Words are little-endian (byte k of a word is element 4i+k) and the last
 // word is zero-padded; the checkpoint format holds float32 and int32
-// tensors only, hence words rather than int8/uint8 tensors. SetPacked
-// writes them, ReadPacked reads them back.
+// tensors only, hence words rather than int8/uint8 tensors. Set
+// writes them, Read reads them back.
 
 // Buffer name suffixes of a packed parameter.
 const (
@@ -31,34 +46,34 @@ const (
 	ExponentsSuffix = "_exponents"
 )
 
-// PackedModule is a module whose parameters are packed buffers.
-type PackedModule interface {
-	Module
+// Module is a module whose parameters are packed buffers.
+type Module interface {
+	nn.Module
 	// packedParams maps each packed parameter to its element count.
 	PackedParams() map[string]int
 	PackedGroupSize() int
 }
 
-// QLinearPacked is MASE's QLinearPacked: a Linear layer (y = x Wᵀ + b,
+// Linear is MASE's Linear: a Linear layer (y = x Wᵀ + b,
 // W [out, in]) whose weight and bias are held packed as MXINT8 and
 // dequantised on every call (to bfloat16, then to the input's dtype), as
 // in the lab's forward F.linear(x, W.unpack(), b.unpack()). The packed
-// values are buffers, not parameters (see SetPacked): the layer does not
+// values are buffers, not parameters (see Set): the layer does not
 // train (other parameters around it can: no gradient flows into it).
 // Unlike MASE's build_from_linear, out_features need not be a multiple of
 // the group size (the last group may be partial).
-type QLinearPacked struct {
+type Linear struct {
 	InFeatures  int  `json:"InFeatures"`
 	OutFeatures int  `json:"OutFeatures"`
 	Bias        bool `json:"Bias"`
 	GroupSize   int  `json:"GroupSize"`
 }
 
-// NewQLinearPacked returns a packed Linear of in → out features; its
-// packed weight and bias must then be set with SetPacked (PackLinears does
+// NewLinear returns a packed Linear of in → out features; its
+// packed weight and bias must then be set with Set (PackLinears does
 // both).
-func NewQLinearPacked(in, out int, bias bool, groupSize int) (*QLinearPacked, error) {
-	l := &QLinearPacked{InFeatures: in, OutFeatures: out, Bias: bias, GroupSize: groupSize}
+func NewLinear(in, out int, bias bool, groupSize int) (*Linear, error) {
+	l := &Linear{InFeatures: in, OutFeatures: out, Bias: bias, GroupSize: groupSize}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +82,7 @@ func NewQLinearPacked(in, out int, bias bool, groupSize int) (*QLinearPacked, er
 
 // Validate implements Validator: features ≥ 1 and a supported group
 // size.
-func (l *QLinearPacked) Validate() error {
+func (l *Linear) Validate() error {
 	if l.InFeatures < 1 || l.OutFeatures < 1 {
 		return fmt.Errorf("QLinearPacked %d → %d: want in_features and out_features ≥ 1", l.InFeatures, l.OutFeatures)
 	}
@@ -78,24 +93,27 @@ func (l *QLinearPacked) Validate() error {
 }
 
 // TypeName implements Module.
-func (l *QLinearPacked) TypeName() string { return "QLinearPacked" }
+func (l *Linear) TypeName() string { return LinearKind }
+
+// ModuleKind implements nn.Kinded.
+func (l *Linear) ModuleKind() string { return LinearKind }
 
 // ExtraRepr implements Module.
-func (l *QLinearPacked) ExtraRepr() string {
-	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s, group_size=%d", l.InFeatures, l.OutFeatures, pyBool(l.Bias), l.GroupSize)
+func (l *Linear) ExtraRepr() string {
+	return fmt.Sprintf("in_features=%d, out_features=%d, bias=%s, group_size=%d", l.InFeatures, l.OutFeatures, nn.PyBool(l.Bias), l.GroupSize)
 }
 
 // Children implements Module: a leaf has none.
-func (l *QLinearPacked) Children() []Named { return nil }
+func (l *Linear) Children() []nn.Named { return nil }
 
 // Params implements Module: none; the packed weight and bias are
 // buffers.
-func (l *QLinearPacked) Params() []ParamSpec { return nil }
+func (l *Linear) Params() []nn.ParamSpec { return nil }
 
 // MaseOp declares the operator for metadata passes: linear.
-func (l *QLinearPacked) MaseOp() (string, string) { return "module_related_func", "linear" }
+func (l *Linear) MaseOp() (string, string) { return "module_related_func", "linear" }
 
-func (l *QLinearPacked) PackedParams() map[string]int {
+func (l *Linear) PackedParams() map[string]int {
 	p := map[string]int{"weight": l.InFeatures * l.OutFeatures}
 	if l.Bias {
 		p["bias"] = l.OutFeatures
@@ -103,11 +121,11 @@ func (l *QLinearPacked) PackedParams() map[string]int {
 	return p
 }
 
-func (l *QLinearPacked) PackedGroupSize() int { return l.GroupSize }
+func (l *Linear) PackedGroupSize() int { return l.GroupSize }
 
 // PackedBytes is the storage of the packed weight and bias (MASE's Σ
 // nbytes: mantissas plus exponents).
-func (l *QLinearPacked) PackedBytes() int {
+func (l *Linear) PackedBytes() int {
 	b := mxint8.StorageBytes(l.InFeatures*l.OutFeatures, l.GroupSize)
 	if l.Bias {
 		b += mxint8.StorageBytes(l.OutFeatures, l.GroupSize)
@@ -118,7 +136,7 @@ func (l *QLinearPacked) PackedBytes() int {
 // NBits is MASE's nbits: 8·PackedBytes / (in·out + out) (8.25 for
 // Linear(4096, 1024) at group size 32). Without a bias the denominator is
 // in·out.
-func (l *QLinearPacked) NBits() float64 {
+func (l *Linear) NBits() float64 {
 	n := l.InFeatures * l.OutFeatures
 	if l.Bias {
 		n += l.OutFeatures
@@ -127,7 +145,7 @@ func (l *QLinearPacked) NBits() float64 {
 }
 
 // Forward implements Leaf: linear(x, dequant(W), dequant(b)).
-func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, error) {
+func (l *Linear) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
 	x, err := nodeArg("QLinearPacked", c.Path, args)
 	if err != nil {
 		return nil, err
@@ -153,7 +171,7 @@ func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, err
 		b = graph.ConvertDType(b, x.DType())
 	}
 	if !backend.Kernels(x.Graph().Backend()).MXInt8 {
-		return LinearBiasOp(x, w, b), nil
+		return nn.LinearBiasOp(x, w, b), nil
 	}
 	// The backend's MXINT8 kernel dequantises the weight inside the matmul's
 	// graph; the GoMLX form stays as the fallback and for gradients.
@@ -161,18 +179,18 @@ func (l *QLinearPacked) Forward(c *Call, args []any, _ map[string]any) (any, err
 	q := &graph.Quantization{Scheme: backend.QuantMXInt8, Scale: e, BlockAxis: 1, BlockSize: gs}
 	y, _ := graph.InternalFusedOpCaller(
 		func() *graph.Node { return graph.BackendFusedQuantizedDense(x, m, b, q, compute.ActivationNone) },
-		func() *graph.Node { return LinearBiasOp(x, w, b) },
+		func() *graph.Node { return nn.LinearBiasOp(x, w, b) },
 		true)
 	return y, nil
 }
 
-// QEmbeddingPacked is an Embedding whose [num_embeddings, embedding_dim]
+// Embedding is an Embedding whose [num_embeddings, embedding_dim]
 // table is held packed as MXINT8 (row-major, groups of GroupSize
 // consecutive values) and dequantised on every call. When the group size
 // divides embedding_dim, each row owns whole groups and only the looked-up
 // rows are dequantised; otherwise the whole table is dequantised, then
 // gathered. The output is float32.
-type QEmbeddingPacked struct {
+type Embedding struct {
 	NumEmbeddings int `json:"NumEmbeddings"`
 	EmbeddingDim  int `json:"EmbeddingDim"`
 	// PaddingIdx is kept for the printout (-1: none); the padding row is
@@ -181,10 +199,10 @@ type QEmbeddingPacked struct {
 	GroupSize  int `json:"GroupSize"`
 }
 
-// NewQEmbeddingPacked returns a packed Embedding; its table must then be
-// set with SetPacked (PackLinears with Embeddings does both).
-func NewQEmbeddingPacked(num, dim, paddingIdx, groupSize int) (*QEmbeddingPacked, error) {
-	e := &QEmbeddingPacked{NumEmbeddings: num, EmbeddingDim: dim, PaddingIdx: paddingIdx, GroupSize: groupSize}
+// NewEmbedding returns a packed Embedding; its table must then be
+// set with Set (PackLinears with Embeddings does both).
+func NewEmbedding(num, dim, paddingIdx, groupSize int) (*Embedding, error) {
+	e := &Embedding{NumEmbeddings: num, EmbeddingDim: dim, PaddingIdx: paddingIdx, GroupSize: groupSize}
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
@@ -192,7 +210,7 @@ func NewQEmbeddingPacked(num, dim, paddingIdx, groupSize int) (*QEmbeddingPacked
 }
 
 // Validate implements Validator.
-func (e *QEmbeddingPacked) Validate() error {
+func (e *Embedding) Validate() error {
 	if e.NumEmbeddings < 1 || e.EmbeddingDim < 1 {
 		return fmt.Errorf("QEmbeddingPacked %d × %d: want num_embeddings and embedding_dim ≥ 1", e.NumEmbeddings, e.EmbeddingDim)
 	}
@@ -206,10 +224,13 @@ func (e *QEmbeddingPacked) Validate() error {
 }
 
 // TypeName implements Module.
-func (e *QEmbeddingPacked) TypeName() string { return "QEmbeddingPacked" }
+func (e *Embedding) TypeName() string { return EmbeddingKind }
+
+// ModuleKind implements nn.Kinded.
+func (e *Embedding) ModuleKind() string { return EmbeddingKind }
 
 // ExtraRepr implements Module.
-func (e *QEmbeddingPacked) ExtraRepr() string {
+func (e *Embedding) ExtraRepr() string {
 	s := fmt.Sprintf("%d, %d", e.NumEmbeddings, e.EmbeddingDim)
 	if e.PaddingIdx >= 0 {
 		s += fmt.Sprintf(", padding_idx=%d", e.PaddingIdx)
@@ -218,22 +239,22 @@ func (e *QEmbeddingPacked) ExtraRepr() string {
 }
 
 // Children implements Module: a leaf has none.
-func (e *QEmbeddingPacked) Children() []Named { return nil }
+func (e *Embedding) Children() []nn.Named { return nil }
 
 // Params implements Module: none; the packed table is a buffer.
-func (e *QEmbeddingPacked) Params() []ParamSpec { return nil }
+func (e *Embedding) Params() []nn.ParamSpec { return nil }
 
 // MaseOp declares the operator for metadata passes: embedding.
-func (e *QEmbeddingPacked) MaseOp() (string, string) { return "implicit_func", "embedding" }
+func (e *Embedding) MaseOp() (string, string) { return "implicit_func", "embedding" }
 
-func (e *QEmbeddingPacked) PackedParams() map[string]int {
+func (e *Embedding) PackedParams() map[string]int {
 	return map[string]int{"weight": e.NumEmbeddings * e.EmbeddingDim}
 }
 
-func (e *QEmbeddingPacked) PackedGroupSize() int { return e.GroupSize }
+func (e *Embedding) PackedGroupSize() int { return e.GroupSize }
 
 // Forward implements Leaf: integer ids [...] → float32 [..., dim].
-func (e *QEmbeddingPacked) Forward(c *Call, args []any, _ map[string]any) (any, error) {
+func (e *Embedding) Forward(c *nn.Call, args []any, _ map[string]any) (any, error) {
 	ids, err := nodeArg("QEmbeddingPacked", c.Path, args)
 	if err != nil {
 		return nil, err
@@ -277,7 +298,7 @@ func (e *QEmbeddingPacked) Forward(c *Call, args []any, _ map[string]any) (any, 
 
 // lookupGraph gathers the packed rows of ids (idx: ids with a last axis of
 // 1) and dequantises them with GoMLX ops.
-func (e *QEmbeddingPacked) lookupGraph(mw, ew, ids, idx *graph.Node) (*graph.Node, error) {
+func (e *Embedding) lookupGraph(mw, ew, ids, idx *graph.Node) (*graph.Node, error) {
 	v, d, gs := e.NumEmbeddings, e.EmbeddingDim, e.GroupSize
 	n := v * d
 	k := ids.Shape().Size()
@@ -307,7 +328,7 @@ func nodeArg(kind, path string, args []any) (*graph.Node, error) {
 
 // packedBuffers returns the word buffers of packed parameter param of n
 // values, checking their shapes.
-func packedBuffers(c *Call, param string, n, gs int) (mw, ew *graph.Node, err error) {
+func packedBuffers(c *nn.Call, param string, n, gs int) (mw, ew *graph.Node, err error) {
 	for _, b := range []struct {
 		suffix string
 		words  int
@@ -315,7 +336,7 @@ func packedBuffers(c *Call, param string, n, gs int) (mw, ew *graph.Node, err er
 	}{{MantissasSuffix, (n + 3) / 4, &mw}, {ExponentsSuffix, (mxint8.NumGroups(n, gs) + 3) / 4, &ew}} {
 		node, err := c.RawParam(param + b.suffix)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w (packed parameters are set by passes.PackLinears or nn.SetPacked)", err)
+			return nil, nil, fmt.Errorf("%w (packed parameters are set by passes.PackLinears or packed.Set)", err)
 		}
 		if s := node.Shape(); s.DType != dtypes.Int32 || s.Rank() != 1 || s.Dimensions[0] != b.words {
 			return nil, nil, fmt.Errorf("module %s: buffer %s%s is %s (allowed: int32 [%d])", c.Path, param, b.suffix, s, b.words)
@@ -327,7 +348,7 @@ func packedBuffers(c *Call, param string, n, gs int) (mw, ew *graph.Node, err er
 
 // unpackParam returns the int8 mantissas [n] and uint8 exponents of
 // packed parameter param (n values in groups of gs).
-func unpackParam(c *Call, param string, n, gs int) (m, e *graph.Node, err error) {
+func unpackParam(c *nn.Call, param string, n, gs int) (m, e *graph.Node, err error) {
 	mw, ew, err := packedBuffers(c, param, n, gs)
 	if err != nil {
 		return nil, nil, err
@@ -337,7 +358,7 @@ func unpackParam(c *Call, param string, n, gs int) (m, e *graph.Node, err error)
 
 // dequantParam returns packed parameter param (n values) dequantised to
 // bfloat16 [n].
-func dequantParam(c *Call, param string, n, gs int) (*graph.Node, error) {
+func dequantParam(c *nn.Call, param string, n, gs int) (*graph.Node, error) {
 	m, e, err := unpackParam(c, param, n, gs)
 	if err != nil {
 		return nil, err
@@ -349,11 +370,11 @@ func dequantParam(c *Call, param string, n, gs int) (*graph.Node, error) {
 	return y, nil
 }
 
-// SetPacked stores p as packed parameter param ("weight", "bias") of the
-// QLinearPacked or QEmbeddingPacked at path: p must have the parameter's
+// Set stores p as packed parameter param ("weight", "bias") of the
+// Linear or Embedding at path: p must have the parameter's
 // element count and the module's group size. Existing buffers are
 // overwritten.
-func SetPacked(m *Model, path, param string, p *mxint8.Packed) error {
+func Set(m *nn.Model, path, param string, p *mxint8.Packed) error {
 	pm, n, err := packedParam(m, path, param)
 	if err != nil {
 		return err
@@ -369,7 +390,7 @@ func SetPacked(m *Model, path, param string, p *mxint8.Packed) error {
 		suffix string
 		words  []int32
 	}{{MantissasSuffix, mxint8.Words(p.Mantissas())}, {ExponentsSuffix, mxint8.Words(p.Exponents())}} {
-		name := Join(path, param+b.suffix)
+		name := nn.Join(path, param+b.suffix)
 		t := tensors.FromFlatDataAndDimensions(b.words, len(b.words))
 		if v, ok := m.Buffer(name); ok {
 			if err := v.SetValue(t); err != nil {
@@ -384,9 +405,9 @@ func SetPacked(m *Model, path, param string, p *mxint8.Packed) error {
 	return nil
 }
 
-// ReadPacked returns packed parameter param of the packed module at path,
-// as SetPacked stored it.
-func ReadPacked(m *Model, path, param string) (*mxint8.Packed, error) {
+// Read returns packed parameter param of the packed module at path,
+// as Set stored it.
+func Read(m *nn.Model, path, param string) (*mxint8.Packed, error) {
 	pm, n, err := packedParam(m, path, param)
 	if err != nil {
 		return nil, err
@@ -394,10 +415,10 @@ func ReadPacked(m *Model, path, param string) (*mxint8.Packed, error) {
 	gs := pm.PackedGroupSize()
 	var ws [2][]int32
 	for i, suffix := range []string{MantissasSuffix, ExponentsSuffix} {
-		name := Join(path, param+suffix)
+		name := nn.Join(path, param+suffix)
 		v, ok := m.Buffer(name)
 		if !ok {
-			return nil, fmt.Errorf("mxint8: %s has no buffer %s (packed parameters are set by PackLinears or SetPacked)", path, name)
+			return nil, fmt.Errorf("mxint8: %s has no buffer %s (packed parameters are set by passes.PackLinears or packed.Set)", path, name)
 		}
 		t, err := v.Value()
 		if err != nil {
@@ -419,14 +440,14 @@ func ReadPacked(m *Model, path, param string) (*mxint8.Packed, error) {
 
 // packedParam looks up a packed module and the element count of its
 // parameter param.
-func packedParam(m *Model, path, param string) (PackedModule, int, error) {
+func packedParam(m *nn.Model, path, param string) (Module, int, error) {
 	mod, ok := m.Module(path)
 	if !ok {
 		return nil, 0, fmt.Errorf("mxint8: the model has no module %q", path)
 	}
-	pm, ok := mod.(PackedModule)
+	pm, ok := mod.(Module)
 	if !ok {
-		return nil, 0, fmt.Errorf("mxint8: module %s is a %s (allowed: QLinearPacked, QEmbeddingPacked)", path, mod.TypeName())
+		return nil, 0, fmt.Errorf("mxint8: module %s is a %s (allowed: %s, %s)", path, mod.TypeName(), LinearKind, EmbeddingKind)
 	}
 	n, ok := pm.PackedParams()[param]
 	if !ok {
