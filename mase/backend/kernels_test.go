@@ -17,6 +17,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn/packed"
 	"github.com/gomase/gomase/mase/passes"
@@ -97,7 +98,7 @@ func openGo(t *testing.T) compute.Backend {
 
 // packedBertTiny is bert-tiny with every Linear and embedding packed as
 // MXINT8 in groups of 32.
-func packedBertTiny(t *testing.T) *mase.MaseGraph {
+func packedBertTiny(t *testing.T) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewBertTiny(11)
 	if err != nil {
@@ -115,7 +116,7 @@ func packedBertTiny(t *testing.T) *mase.MaseGraph {
 }
 
 // forward runs mg compiled on be and returns its first output.
-func forward(t *testing.T, be compute.Backend, mg *mase.MaseGraph) []float32 {
+func forward(t *testing.T, be compute.Backend, mg *ir.MaseGraph) []float32 {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]int32, 2*12)

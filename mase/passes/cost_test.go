@@ -17,7 +17,7 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-func withCosts(t *testing.T, mg *mase.MaseGraph, args passes.CostArgs) *passes.CostSummary {
+func withCosts(t *testing.T, mg *ir.MaseGraph, args passes.CostArgs) *passes.CostSummary {
 	t.Helper()
 	_, info, err := passes.AddCostMetadata(mg, args)
 	if err != nil {
@@ -274,7 +274,7 @@ func TestParseCostArgs(t *testing.T) {
 // dequantisers as element-wise work, a packed layer's words as the bytes
 // it reads.
 func TestCostLinearVariants(t *testing.T) {
-	cost := func(mg *mase.MaseGraph) *passes.CostSummary {
+	cost := func(mg *ir.MaseGraph) *passes.CostSummary {
 		t.Helper()
 		return withCosts(t, withMetadata(t, mg, inputIDs()), passes.CostArgs{})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 )
@@ -31,7 +32,7 @@ floor = true
 `
 
 // labMLP runs the lab's steps up to the quantize pass (spec §8.1).
-func labMLP(t *testing.T, opts models.MLPOptions) *mase.MaseGraph {
+func labMLP(t *testing.T, opts models.MLPOptions) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewMLPWith(0, opts)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -25,7 +24,7 @@ func fullBatch() map[string]*tensors.Tensor {
 		"attention_mask": tensors.FromFlatDataAndDimensions(mask, 2, 10), "labels": tensors.FromValue([]int32{1, 0})}
 }
 
-func logits(t *testing.T, mg *mase.MaseGraph) []float32 {
+func logits(t *testing.T, mg *ir.MaseGraph) []float32 {
 	t.Helper()
 	out, err := execute.Run(mg, fullBatch())
 	if err != nil {
@@ -124,7 +123,7 @@ func TestFuseLoRAMaths(t *testing.T) {
 	g := ir.New()
 	x := g.MustAddNode(ir.Placeholder, "x", "x", nil, nil)
 	g.MustAddNode(ir.Output, "output", "output", []any{g.MustAddNode(ir.CallModule, "", "fc", []any{x}, nil)}, nil)
-	mg := &mase.MaseGraph{Graph: g, Model: m, InputNames: []string{"x"}}
+	mg := &ir.MaseGraph{Graph: g, Model: m, InputNames: []string{"x"}}
 	if _, _, err := passes.InsertLoRA(mg, passes.LoRAArgs{Rank: 1, Alpha: 0.5}); err != nil {
 		t.Fatal(err)
 	}

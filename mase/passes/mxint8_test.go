@@ -16,6 +16,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/nn/packed"
@@ -28,7 +29,7 @@ const bertSeed = 7
 // bertTiny returns a traced bert-tiny (input_ids only) whose Linear
 // biases, zero at initialisation, are set to seeded random values so that
 // packing them is tested too.
-func bertTiny(t *testing.T) *mase.MaseGraph {
+func bertTiny(t *testing.T) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewBertTiny(bertSeed)
 	if err != nil {
@@ -54,7 +55,7 @@ func inputIDs() map[string]*tensors.Tensor {
 }
 
 // run executes mg and returns its outputs as float32 slices.
-func run(t *testing.T, mg *mase.MaseGraph) [][]float32 {
+func run(t *testing.T, mg *ir.MaseGraph) [][]float32 {
 	t.Helper()
 	outs, err := execute.Run(mg, inputIDs())
 	if err != nil {
@@ -74,7 +75,7 @@ func run(t *testing.T, mg *mase.MaseGraph) [][]float32 {
 // dequantizedCopy returns a fresh bert-tiny whose Linear weights and biases
 // (and embedding tables when embeddings is set) hold their MXINT8
 // dequantised values.
-func dequantizedCopy(t *testing.T, gs int, embeddings bool) *mase.MaseGraph {
+func dequantizedCopy(t *testing.T, gs int, embeddings bool) *ir.MaseGraph {
 	t.Helper()
 	mg := bertTiny(t)
 	for _, nm := range mg.Model.Modules() {

@@ -22,7 +22,7 @@ var dummyIDs = [][]int32{
 	{101, 2023, 2003, 2339, 2017, 2323, 4553, 4748, 4877, 102},
 }
 
-func bertGraph(t *testing.T, inputs []string) *mase.MaseGraph {
+func bertGraph(t *testing.T, inputs []string) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewBertTiny(7)
 	if err != nil {
@@ -35,7 +35,7 @@ func bertGraph(t *testing.T, inputs []string) *mase.MaseGraph {
 	return mg
 }
 
-func withMetadata(t *testing.T, mg *mase.MaseGraph, dummy map[string]*tensors.Tensor) *mase.MaseGraph {
+func withMetadata(t *testing.T, mg *ir.MaseGraph, dummy map[string]*tensors.Tensor) *ir.MaseGraph {
 	t.Helper()
 	mg, _, err := passes.InitMetadata(mg)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestDropoutCountEraseAndRemove(t *testing.T) {
 func TestBertTopologyFollowsInputs(t *testing.T) {
 	plain := bertGraph(t, nil)
 	full := bertGraph(t, []string{"input_ids", "attention_mask", "labels"})
-	has := func(mg *mase.MaseGraph, name string) bool { return mg.Graph.Node(name) != nil }
+	has := func(mg *ir.MaseGraph, name string) bool { return mg.Graph.Node(name) != nil }
 	for _, n := range []string{"labels", "attention_mask", "crossentropyloss_0"} {
 		if has(plain, n) {
 			t.Errorf("input_ids-only graph has %s", n)

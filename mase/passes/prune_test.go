@@ -14,7 +14,6 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
@@ -26,7 +25,7 @@ import (
 
 // linearGraph builds x → fc_i(x) → ... for Linears of the given sizes
 // (no bias), a MaseGraph over a fresh model.
-func linearGraph(t *testing.T, mods ...nn.Leaf) *mase.MaseGraph {
+func linearGraph(t *testing.T, mods ...nn.Leaf) *ir.MaseGraph {
 	t.Helper()
 	var kids []nn.Named
 	for i, l := range mods {
@@ -42,7 +41,7 @@ func linearGraph(t *testing.T, mods ...nn.Leaf) *mase.MaseGraph {
 		x = g.MustAddNode(ir.CallModule, "", k.Name, []any{x}, nil)
 	}
 	g.MustAddNode(ir.Output, "output", "output", []any{x}, nil)
-	return &mase.MaseGraph{Graph: g, Model: m, InputNames: []string{"x"}}
+	return &ir.MaseGraph{Graph: g, Model: m, InputNames: []string{"x"}}
 }
 
 func setValues(t *testing.T, m *nn.Model, name string, vals []float32, dims ...int) {
@@ -241,7 +240,7 @@ func TestPruneActivations(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		eye[i*9] = 1
 	}
-	run := func(mg *mase.MaseGraph, x *tensors.Tensor) []float32 {
+	run := func(mg *ir.MaseGraph, x *tensors.Tensor) []float32 {
 		out, err := execute.Run(mg, map[string]*tensors.Tensor{"x": x})
 		if err != nil {
 			t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -281,7 +281,7 @@ func TestQuantizeKeepsTrainingGradients(t *testing.T) {
 	}
 }
 
-func trainOneStep(t *testing.T, mg *mase.MaseGraph) {
+func trainOneStep(t *testing.T, mg *ir.MaseGraph) {
 	t.Helper()
 	cfg := train.DefaultConfig()
 	tr, err := train.New(mg, cfg)

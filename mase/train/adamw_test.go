@@ -12,16 +12,16 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 )
 
 // referenceStep is the training step as one GoMLX computation with GoMLX's
 // Adam and in-graph clipping (the trainer's implementation before adamW):
 // inputs are the batch and the learning rate; outputs the loss and norm.
-func referenceStep(t *testing.T, mg *mase.MaseGraph, cfg Config) *model.Exec {
+func referenceStep(t *testing.T, mg *ir.MaseGraph, cfg Config) *model.Exec {
 	t.Helper()
 	be, err := backend.Default()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 )
 
@@ -19,7 +20,7 @@ import (
 // trainable parameter, in order. fusion selects the fused ops with
 // hand-written gradients (nn.CustomGradient) or the decomposed GoMLX ops
 // (GOMLX_FUSION=0).
-func lossAndGrads(t *testing.T, mg *mase.MaseGraph, b Batch, fusion bool) [][]float32 {
+func lossAndGrads(t *testing.T, mg *ir.MaseGraph, b Batch, fusion bool) [][]float32 {
 	t.Helper()
 	if fusion {
 		t.Setenv("GOMLX_FUSION", "1")

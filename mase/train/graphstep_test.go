@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
 )
 
 // tinyBertNoDropout is a two-layer tinyBert with both dropout
 // probabilities 0.
-func tinyBertNoDropout(t *testing.T) *mase.MaseGraph {
+func tinyBertNoDropout(t *testing.T) *ir.MaseGraph {
 	t.Helper()
 	return tinyBertWith(t, 5, func(c *models.BertConfig) {
 		c.NumHiddenLayers, c.HiddenDropoutProb, c.AttentionProbsDropoutProb = 2, 0, 0
@@ -26,7 +26,7 @@ func tinyBertNoDropout(t *testing.T) *mase.MaseGraph {
 
 // stepsWith trains a fresh graph from build for n steps with the given
 // trainer and returns each step's loss and every parameter afterwards.
-func stepsWith(t *testing.T, kind string, build func(t *testing.T) *mase.MaseGraph, cfg Config, n int) ([]float64, map[string][]float32) {
+func stepsWith(t *testing.T, kind string, build func(t *testing.T) *ir.MaseGraph, cfg Config, n int) ([]float64, map[string][]float32) {
 	t.Helper()
 	mg := build(t)
 	cfg.Trainer = kind
@@ -62,7 +62,7 @@ func stepsWith(t *testing.T, kind string, build func(t *testing.T) *mase.MaseGra
 // fused host step give the same losses over 20 steps and the same
 // parameters after them, and neither moves a frozen parameter.
 func TestGraphTrainerMatchesFused(t *testing.T) {
-	withLoRA := func(t *testing.T) *mase.MaseGraph {
+	withLoRA := func(t *testing.T) *ir.MaseGraph {
 		mg, _, err := passes.InsertLoRA(tinyBertNoDropout(t), passes.LoRAArgs{Rank: 4, Alpha: 8, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestGraphTrainerMatchesFused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		build  func(t *testing.T) *mase.MaseGraph
+		build  func(t *testing.T) *ir.MaseGraph
 		freeze []string
 		decay  float64
 		clip   float64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 )
 
@@ -99,14 +100,14 @@ func seqOf(bs []Batch) Batches {
 	}
 }
 
-func tinyBert(t *testing.T) *mase.MaseGraph {
+func tinyBert(t *testing.T) *ir.MaseGraph {
 	t.Helper()
 	return tinyBertWith(t, 3, nil)
 }
 
 // tinyBertWith is a one-layer BERT of hidden size 32 over 64 tokens, seeded
 // with seed, its config changed by mod (when not nil), traced with labels.
-func tinyBertWith(t *testing.T, seed uint64, mod func(*models.BertConfig)) *mase.MaseGraph {
+func tinyBertWith(t *testing.T, seed uint64, mod func(*models.BertConfig)) *ir.MaseGraph {
 	t.Helper()
 	cfg := models.BertTinyConfig()
 	cfg.VocabSize, cfg.HiddenSize, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings = 64, 32, 1, 64, 16

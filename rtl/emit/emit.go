@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/rtl"
@@ -180,7 +179,7 @@ type hwNode struct {
 // hardware nodes must form one chain from the input to the output.
 // Implicit nodes (placeholder, flatten, output) become wiring. A node whose
 // op has no library component is an error naming the node and the op.
-func Verilog(mg *mase.MaseGraph, dir string, opts Options) (*Design, error) {
+func Verilog(mg *ir.MaseGraph, dir string, opts Options) (*Design, error) {
 	top := opts.Top
 	if top == "" {
 		top = "top"
@@ -324,7 +323,7 @@ func Verilog(mg *mase.MaseGraph, dir string, opts Options) (*Design, error) {
 	return d, nil
 }
 
-func isPlaceholder(mg *mase.MaseGraph, name string) bool {
+func isPlaceholder(mg *ir.MaseGraph, name string) bool {
 	n := mg.Graph.Node(name)
 	return n != nil && n.Op == ir.Placeholder
 }
@@ -406,7 +405,7 @@ func toInt(v any) (int64, error) {
 	return 0, fmt.Errorf("unsupported type %T (want an integer or a bool)", v)
 }
 
-func newHWNode(mg *mase.MaseGraph, n *ir.Node) (*hwNode, error) {
+func newHWNode(mg *ir.MaseGraph, n *ir.Node) (*hwNode, error) {
 	op := n.Meta.Common.MaseOp
 	module := n.Meta.Hardware.Module
 	want, ok := Ops[op]

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
@@ -20,7 +19,7 @@ import (
 
 // labMLP is the hardware lab's graph (spec §8.1): the MLP quantized to
 // fixed Q(8,3) everywhere, with hardware metadata for max parallelism par.
-func labMLP(t *testing.T, par int) *mase.MaseGraph {
+func labMLP(t *testing.T, par int) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewMLP(0)
 	if err != nil {

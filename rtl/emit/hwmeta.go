@@ -26,7 +26,7 @@ func FixedConfig(width, frac int) passes.QuantizeArgs {
 // lab notebook does, forces every tensor argument and result of every node
 // to fixed [width, frac] (the ReLU and the implicit nodes included).
 // AddCommonMetadata must have run.
-func QuantizeFixed(mg *mase.MaseGraph, width, frac int) error {
+func QuantizeFixed(mg *ir.MaseGraph, width, frac int) error {
 	if width < 2 || width > 32 || frac < 0 || frac >= width {
 		return fmt.Errorf("emit: fixed point width %d, frac width %d: want 2 <= width <= 32 and 0 <= frac < width", width, frac)
 	}
@@ -62,7 +62,7 @@ type PrepareOptions struct {
 // Prepare runs the lab's pass sequence (spec §8.1) on model: trace,
 // InitMetadata, AddCommonMetadata, QuantizeFixed and AddHardwareMetadata,
 // returning a graph ready for Verilog.
-func Prepare(model *nn.Model, opts PrepareOptions) (*mase.MaseGraph, error) {
+func Prepare(model *nn.Model, opts PrepareOptions) (*ir.MaseGraph, error) {
 	if opts.Width == 0 && opts.Frac == 0 {
 		opts.Width, opts.Frac = 8, 3
 	}

@@ -13,9 +13,9 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/data"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/tokenizer"
@@ -121,7 +121,7 @@ func NewSessionContext(ctx context.Context, o finetune.Options, cfg train.Config
 }
 
 // Load imports a fresh copy of the checkpoint.
-func (s *Session) Load() (*mase.MaseGraph, error) {
+func (s *Session) Load() (*ir.MaseGraph, error) {
 	if s.Checkpoint == "" {
 		return nil, fmt.Errorf("compress: Session.Checkpoint is empty (the trained MaseGraph every experiment starts from)")
 	}
@@ -138,7 +138,7 @@ func (s *Session) evalBatches() train.Batches {
 }
 
 // Evaluate returns the test metrics of mg in eval mode.
-func (s *Session) Evaluate(mg *mase.MaseGraph) (train.Metrics, error) {
+func (s *Session) Evaluate(mg *ir.MaseGraph) (train.Metrics, error) {
 	if s.Test == nil {
 		return train.Metrics{}, fmt.Errorf("compress: Session.Test is nil")
 	}
@@ -154,12 +154,12 @@ func (s *Session) Evaluate(mg *mase.MaseGraph) (train.Metrics, error) {
 
 // FineTune trains mg for Config.Epochs over the training split and
 // returns the history.
-func (s *Session) FineTune(mg *mase.MaseGraph, title string) (*train.History, error) {
+func (s *Session) FineTune(mg *ir.MaseGraph, title string) (*train.History, error) {
 	return s.fineTune(mg, title, s.Progress)
 }
 
 // fineTune is FineTune with the given progress reporter maker.
-func (s *Session) fineTune(mg *mase.MaseGraph, title string, makeProgress func(string) train.Progress) (*train.History, error) {
+func (s *Session) fineTune(mg *ir.MaseGraph, title string, makeProgress func(string) train.Progress) (*train.History, error) {
 	if s.Train == nil {
 		return nil, fmt.Errorf("compress: Session.Train is nil")
 	}

@@ -3,7 +3,7 @@ package compress
 import (
 	"fmt"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/ui/plot"
 )
@@ -17,8 +17,8 @@ func PruneConfig(sparsity float64, method string, seed uint64) passes.PruneArgs 
 }
 
 // Prune loads the checkpoint, prunes it with args and evaluates it.
-func (s *Session) Prune(args passes.PruneArgs) (*mase.MaseGraph, float64, error) {
-	return s.transformAndEvaluate(func(mg *mase.MaseGraph) (*mase.MaseGraph, error) {
+func (s *Session) Prune(args passes.PruneArgs) (*ir.MaseGraph, float64, error) {
+	return s.transformAndEvaluate(func(mg *ir.MaseGraph) (*ir.MaseGraph, error) {
 		mg, _, err := passes.PruneTransform(mg, args)
 		return mg, err
 	})
@@ -41,7 +41,7 @@ func (s *Session) SparsitySweep(sparsities []float64, methods []string, each fun
 	for _, sp := range sparsities {
 		for _, method := range methods {
 			p := SparsityPoint{Sparsity: sp, Method: method}
-			var mg *mase.MaseGraph
+			var mg *ir.MaseGraph
 			err := s.Quietly(func() (err error) {
 				mg, p.Pruned, err = s.Prune(PruneConfig(sp, method, s.Batch.Seed))
 				return err

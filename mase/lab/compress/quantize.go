@@ -3,8 +3,8 @@ package compress
 import (
 	"fmt"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/plot"
@@ -21,8 +21,8 @@ func IntegerLinearConfig(width, fracWidth int) passes.QuantizeArgs {
 }
 
 // PTQ loads the checkpoint, quantizes it with args and evaluates it.
-func (s *Session) PTQ(args passes.QuantizeArgs) (*mase.MaseGraph, float64, error) {
-	return s.transformAndEvaluate(func(mg *mase.MaseGraph) (*mase.MaseGraph, error) {
+func (s *Session) PTQ(args passes.QuantizeArgs) (*ir.MaseGraph, float64, error) {
+	return s.transformAndEvaluate(func(mg *ir.MaseGraph) (*ir.MaseGraph, error) {
 		mg, _, err := passes.QuantizeTransform(mg, args)
 		return mg, err
 	})
@@ -30,7 +30,7 @@ func (s *Session) PTQ(args passes.QuantizeArgs) (*mase.MaseGraph, float64, error
 
 // transformAndEvaluate loads the checkpoint, applies transform and
 // evaluates the result.
-func (s *Session) transformAndEvaluate(transform func(*mase.MaseGraph) (*mase.MaseGraph, error)) (*mase.MaseGraph, float64, error) {
+func (s *Session) transformAndEvaluate(transform func(*ir.MaseGraph) (*ir.MaseGraph, error)) (*ir.MaseGraph, float64, error) {
 	mg, err := s.Load()
 	if err != nil {
 		return nil, 0, err
@@ -47,12 +47,12 @@ func (s *Session) transformAndEvaluate(transform func(*mase.MaseGraph) (*mase.Ma
 
 // QAT continues training a quantized graph (straight-through gradients)
 // and evaluates it again.
-func (s *Session) QAT(mg *mase.MaseGraph, title string) (float64, error) {
+func (s *Session) QAT(mg *ir.MaseGraph, title string) (float64, error) {
 	return s.trainAndEvaluate(mg, title, s.Progress)
 }
 
 // trainAndEvaluate fine-tunes mg and returns its test accuracy.
-func (s *Session) trainAndEvaluate(mg *mase.MaseGraph, title string, makeProgress func(string) train.Progress) (float64, error) {
+func (s *Session) trainAndEvaluate(mg *ir.MaseGraph, title string, makeProgress func(string) train.Progress) (float64, error) {
 	if _, err := s.fineTune(mg, title, makeProgress); err != nil {
 		return 0, err
 	}
@@ -81,7 +81,7 @@ func (s *Session) WidthSweep(widths []int, each func(WidthPoint)) ([]WidthPoint,
 func (s *Session) WidthSweepBest(widths []int, best string, each func(WidthPoint)) ([]WidthPoint, WidthPoint, error) {
 	var top WidthPoint
 	found := false
-	points, err := s.widthSweep(widths, each, func(p WidthPoint, mg *mase.MaseGraph) error {
+	points, err := s.widthSweep(widths, each, func(p WidthPoint, mg *ir.MaseGraph) error {
 		if found && !betterWidth(p, top) {
 			return nil
 		}
@@ -115,14 +115,14 @@ func betterWidth(p, q WidthPoint) bool {
 }
 
 // widthSweep is WidthSweep; keep, when set, sees every point's QAT model.
-func (s *Session) widthSweep(widths []int, each func(WidthPoint), keep func(WidthPoint, *mase.MaseGraph) error) ([]WidthPoint, error) {
+func (s *Session) widthSweep(widths []int, each func(WidthPoint), keep func(WidthPoint, *ir.MaseGraph) error) ([]WidthPoint, error) {
 	var out []WidthPoint
 	for _, w := range widths {
 		if w < 2 || w > 32 {
 			return nil, fmt.Errorf("width sweep: width %d out of range (allowed: 2..32)", w)
 		}
 		p := WidthPoint{Width: w, FracWidth: w / 2}
-		var mg *mase.MaseGraph
+		var mg *ir.MaseGraph
 		err := s.Quietly(func() (err error) {
 			mg, p.PTQ, err = s.PTQ(IntegerLinearConfig(p.Width, p.FracWidth))
 			return err

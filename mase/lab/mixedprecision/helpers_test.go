@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/models"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 var bertInputs = []string{"input_ids", "attention_mask", "labels"}
 
 // bertGraph is an untrained bert-tiny classifier traced with the lab's inputs.
-func bertGraph(t *testing.T, seed uint64) *mase.MaseGraph {
+func bertGraph(t *testing.T, seed uint64) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewBertTiny(seed)
 	if err != nil {

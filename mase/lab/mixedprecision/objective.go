@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/passes"
@@ -84,7 +84,7 @@ type Objective struct {
 	// OnModel, when set, sees each trial's final graph after its
 	// attributes are recorded (MASE stores the model as a user attribute;
 	// a Go graph is not JSON, so save it here if needed).
-	OnModel func(t *search.Trial, mg *mase.MaseGraph)
+	OnModel func(t *search.Trial, mg *ir.MaseGraph)
 }
 
 // NewObjective returns the lab's objective on space and session: train,
@@ -172,7 +172,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 	}
 	start, compiled := time.Now(), o.Session.Compiles()
 	var (
-		mg   *mase.MaseGraph
+		mg   *ir.MaseGraph
 		sum  Summary
 		bits passes.AvgBits
 	)

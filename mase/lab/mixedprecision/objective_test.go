@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
@@ -59,8 +59,8 @@ func TestObjectiveBits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewObjective(Space{Choices: tc.choices}, s)
 			o.Train, o.Lambda, o.Bits = false, 0.01, tc.bits
-			var graph *mase.MaseGraph
-			o.OnModel = func(_ *search.Trial, mg *mase.MaseGraph) { graph = mg }
+			var graph *ir.MaseGraph
+			o.OnModel = func(_ *search.Trial, mg *ir.MaseGraph) { graph = mg }
 			ft := runTrial(t, o, search.NewRandomSampler(1))
 			a := ft.UserAttrs
 			acc := a["accuracy"].(float64)
@@ -132,7 +132,7 @@ func TestObjectiveTrains(t *testing.T) {
 	o := NewObjective(FormatSpace("minifloat_ieee"), s)
 	o.Lambda = 0.001
 	var after []float32
-	o.OnModel = func(_ *search.Trial, mg *mase.MaseGraph) { after, _, _ = mg.Model.ParamValues(w) }
+	o.OnModel = func(_ *search.Trial, mg *ir.MaseGraph) { after, _, _ = mg.Model.ParamValues(w) }
 	sampler := &scriptSampler{pick: func(_ string, order int, choices []any) any { return choices[order%2] }}
 	ft := runTrial(t, o, sampler)
 	a := ft.UserAttrs

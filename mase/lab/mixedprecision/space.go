@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/nn/quantized"
@@ -217,7 +216,7 @@ type linearLayer struct {
 
 // linearLayers lists the call_module nodes whose module is a Linear or a
 // quantized Linear, in graph order, once per module.
-func linearLayers(mg *mase.MaseGraph) ([]linearLayer, error) {
+func linearLayers(mg *ir.MaseGraph) ([]linearLayer, error) {
 	if mg == nil || mg.Graph == nil || mg.Model == nil {
 		return nil, errors.New("mixedprecision: the graph is nil")
 	}
@@ -244,7 +243,7 @@ func linearLayers(mg *mase.MaseGraph) ([]linearLayer, error) {
 // call_module nodes that are a Linear or a quantized Linear) by MASE class
 // name: "Linear" for float, "LinearInteger", "LinearMinifloatIEEE", ...
 // It returns nil for a nil graph.
-func LayerTypes(mg *mase.MaseGraph) map[string]int {
+func LayerTypes(mg *ir.MaseGraph) map[string]int {
 	layers, err := linearLayers(mg)
 	if err != nil {
 		return nil
@@ -262,7 +261,7 @@ func LayerTypes(mg *mase.MaseGraph) map[string]int {
 // fails on a suggested name missing from the grid, so the grid must list
 // them all. The product grows fast (2^14 points for a two-choice space on
 // bert-tiny); search.NewGridSampler rejects grids over 2^31 points.
-func (s Space) Grid(mg *mase.MaseGraph) (map[string][]any, error) {
+func (s Space) Grid(mg *ir.MaseGraph) (map[string][]any, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -298,7 +297,7 @@ func (s Space) Grid(mg *mase.MaseGraph) (map[string][]any, error) {
 // 2 starts each format's study with that trial, so that every format is
 // also measured on the same layers and the formats can be ranked on it.
 // Searched widths are left to the sampler.
-func (s Space) EveryLayer(mg *mase.MaseGraph, choice string) (map[string]any, error) {
+func (s Space) EveryLayer(mg *ir.MaseGraph, choice string) (map[string]any, error) {
 	if !slices.Contains(s.Choices, choice) {
 		return nil, fmt.Errorf("mixedprecision: EveryLayer: %q is not a choice of the space (allowed: %s)", choice, strings.Join(s.Choices, ", "))
 	}
@@ -328,7 +327,7 @@ func (s Space) EveryLayer(mg *mase.MaseGraph, choice string) (map[string]any, er
 // attribute "quantized_layers" = "k/N". On an error the trial may already
 // hold some of its suggestions, and the graph is left unquantized
 // (QuantizeTransform checks every config before changing the graph).
-func (s Space) Apply(t *search.Trial, mg *mase.MaseGraph) (*mase.MaseGraph, Summary, error) {
+func (s Space) Apply(t *search.Trial, mg *ir.MaseGraph) (*ir.MaseGraph, Summary, error) {
 	if t == nil {
 		return nil, Summary{}, errors.New("mixedprecision: Apply: the trial is nil")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/models"
@@ -264,8 +265,8 @@ func TestObjectiveTrainsCompressesAndSavesTheBest(t *testing.T) {
 	sess := tinySession(t)
 	best := filepath.Join(t.TempDir(), "best")
 	obj := &Objective{Space: smallSpace(), Session: sess, Seed: 5, BestPath: best, PostEpochs: 1, Compression: Tutorial5Compression()}
-	var last *mase.MaseGraph
-	obj.OnModel = func(_ *search.Trial, mg *mase.MaseGraph) { last = mg }
+	var last *ir.MaseGraph
+	obj.OnModel = func(_ *search.Trial, mg *ir.MaseGraph) { last = mg }
 	st, err := search.NewStudy(search.Config{Direction: search.Maximize, Sampler: search.NewRandomSampler(2)})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/checkpoint"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/mase/search"
@@ -47,7 +48,7 @@ type Objective struct {
 	BestPath string
 	// OnModel, when set, sees every trial's final graph before its value
 	// is returned.
-	OnModel func(t *search.Trial, mg *mase.MaseGraph)
+	OnModel func(t *search.Trial, mg *ir.MaseGraph)
 }
 
 // Tutorial5Compression is Tutorial 5's CompressionPipeline arguments for
@@ -127,7 +128,7 @@ func (o *Objective) Run(t *search.Trial) (float64, error) {
 
 // trainAndEvaluate trains mg for the session's epochs, evaluates it and
 // records the accuracy as attr.
-func trainAndEvaluate(s *compress.Session, t *search.Trial, mg *mase.MaseGraph, title, attr string) (float64, error) {
+func trainAndEvaluate(s *compress.Session, t *search.Trial, mg *ir.MaseGraph, title, attr string) (float64, error) {
 	if s.Config.Epochs > 0 {
 		if _, err := s.FineTune(mg, title); err != nil {
 			return 0, err
@@ -142,7 +143,7 @@ func trainAndEvaluate(s *compress.Session, t *search.Trial, mg *mase.MaseGraph, 
 
 // saveIfBest exports mg to BestPath when value beats every completed
 // trial of the study so far.
-func (o *Objective) saveIfBest(t *search.Trial, mg *mase.MaseGraph, value float64) error {
+func (o *Objective) saveIfBest(t *search.Trial, mg *ir.MaseGraph, value float64) error {
 	best, err := t.Study().BestTrial()
 	if err == nil && !t.Study().Direction().Better(value, best.Value) {
 		return nil

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/graphviz"
-	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/ui/widget"
 )
@@ -51,7 +50,7 @@ func Legend() []widget.LegendEntry {
 // DOT describes the graph in Graphviz DOT: one box per node showing its
 // name, kind and target, and — once AddCommonMetadata has run — its
 // mase_op and the shapes of its data inputs and outputs.
-func DOT(mg *mase.MaseGraph) string {
+func DOT(mg *ir.MaseGraph) string {
 	d := graphviz.NewDigraph("masegraph")
 	d.Attrs["rankdir"] = "TB"
 	d.NodeAttrs["shape"] = "box"
@@ -101,11 +100,11 @@ func shapeLine(m *ir.ArgMap, prefix string) string {
 }
 
 // SVG renders the graph drawing (see DOT) to SVG in-process.
-func SVG(mg *mase.MaseGraph) ([]byte, error) { return graphviz.RenderSVG(DOT(mg)) }
+func SVG(mg *ir.MaseGraph) ([]byte, error) { return graphviz.RenderSVG(DOT(mg)) }
 
 // Widget returns the drawing as a zoomable figure with a legend of the
 // node colours, for a notebook (widget.Show) or a page (widget.WriteHTML).
-func Widget(mg *mase.MaseGraph) (*widget.Figure, error) {
+func Widget(mg *ir.MaseGraph) (*widget.Figure, error) {
 	svg, err := SVG(mg)
 	if err != nil {
 		return nil, err
@@ -120,7 +119,7 @@ func Widget(mg *mase.MaseGraph) (*widget.Figure, error) {
 // the zoomable widget) or .dot (the DOT source). Outside a notebook and
 // without a path it returns an error saying so, rather than drawing
 // nowhere.
-func Graph(mg *mase.MaseGraph, path string) error {
+func Graph(mg *ir.MaseGraph, path string) error {
 	if strings.HasSuffix(path, ".dot") {
 		return writeFile(path, []byte(DOT(mg)))
 	}

@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/rtl"
 )
@@ -83,7 +83,7 @@ func ToolTable(found []rtl.FoundTool, err error) string {
 // NodeTable lists every node of mg with its common and hardware metadata
 // (MASE's report_node_type_analysis_pass and the hardware fields), then
 // nodes_in and nodes_out.
-func NodeTable(mg *mase.MaseGraph) string {
+func NodeTable(mg *ir.MaseGraph) string {
 	var b strings.Builder
 	b.WriteString("| node | kind | mase_type | mase_op | precision (results) | is_implicit | toolchain | module | interface | dependence_files |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range mg.Nodes() {
@@ -111,7 +111,7 @@ func NodeTable(mg *mase.MaseGraph) string {
 // VerilogParams shows the verilog_param list of each hardware node of mg
 // (or only of the nodes whose mase_op is one of ops), in MASE's emission
 // order (passes.OrderedVerilogParams), three parameters to a row.
-func VerilogParams(mg *mase.MaseGraph, ops ...string) string {
+func VerilogParams(mg *ir.MaseGraph, ops ...string) string {
 	var b strings.Builder
 	for _, n := range mg.Nodes() {
 		if n.Meta.Hardware.IsImplicit || len(ops) > 0 && !slices.Contains(ops, n.Meta.Common.MaseOp) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomase/gomase/mase"
+	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/rtl"
 	"github.com/gomase/gomase/rtl/emit"
@@ -17,7 +17,7 @@ import (
 	"github.com/gomase/gomase/rtl/vcd"
 )
 
-func labGraph(t *testing.T, activation string) *mase.MaseGraph {
+func labGraph(t *testing.T, activation string) *ir.MaseGraph {
 	t.Helper()
 	m, err := models.NewMLPWith(0, models.MLPOptions{Activation: activation})
 	if err != nil {

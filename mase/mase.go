@@ -16,11 +16,8 @@ import (
 	"github.com/gomase/gomase/mase/trace"
 )
 
-// MaseGraph is ir.MaseGraph: a traced graph with its model.
-type MaseGraph = ir.MaseGraph
-
 // NewMaseGraph traces model with the given inputs (nil: the model's
 // defaults; for HuggingFace models that is input_ids only, as in MASE).
-func NewMaseGraph(model *nn.Model, inputNames []string) (*MaseGraph, error) {
+func NewMaseGraph(model *nn.Model, inputNames []string) (*ir.MaseGraph, error) {
 	return trace.NewMaseGraph(model, inputNames)
 }
