@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/report"
+	"github.com/gomase/gomase/kernel/runner"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -34,7 +35,7 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "the same as --scale quick")
 	full := fs.Bool("full", false, "the same as --scale full")
 	out := fs.String("out", "reports", "directory for the executed notebooks (NAME.ipynb) and reports (NAME.html)")
-	timeout := duration(fs, "timeout", labs.DefaultCellTimeout, true, "longest time one cell may run")
+	timeout := duration(fs, "timeout", runner.DefaultCellTimeout, true, "longest time one cell may run")
 	verbose := fs.Bool("v", false, "print a line as each cell starts and finishes")
 	check := fs.Bool("check", false, "open every report and the index in headless Chromium (network off) and fail on a console error, a network fetch, or an SVG that does not draw")
 	fs.BoolVar(check, "check-svg", false, "the same as --check (its former name)")
@@ -66,17 +67,17 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := labs.Options{OutDir: *out, Scale: sc, CellTimeout: *timeout}
+	opts := runner.Options{OutDir: *out, Scale: sc, CellTimeout: *timeout}
 	if *verbose {
 		opts.Progress = stderr
 	}
-	root, err := labs.Root()
+	root, err := runner.Root()
 	if err != nil {
 		return err
 	}
 	opts.Root = root
 	if len(notebooks) == 0 {
-		if notebooks, err = labs.Notebooks(root); err != nil {
+		if notebooks, err = runner.Notebooks(root); err != nil {
 			return err
 		}
 	}
@@ -95,25 +96,25 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	run := labs.DescribeRun(root, sc)
+	run := report.DescribeRun(root, sc)
 	outDir := *out
 	if outDir == "" {
 		outDir = "reports"
 	}
 	// Check each report as it is written, and keep the index current, so
 	// that a long run can be followed in the browser.
-	opts.AfterEach = func(done []labs.Result) {
+	opts.AfterEach = func(done []report.Result) {
 		r := &done[len(done)-1]
 		if *check && r.OK() {
 			r.Err = checkReport(r.Report)
 		}
 		progress := run
 		progress.Pending = notebooks[len(done):]
-		if _, err := labs.WriteIndex(outDir, done, progress); err != nil {
+		if _, err := report.WriteIndex(outDir, done, progress); err != nil {
 			fmt.Fprintf(stderr, "index: %v\n", err)
 		}
 	}
-	results, err := labs.Run(ctx, notebooks, opts)
+	results, err := runner.Run(ctx, notebooks, opts)
 	if err != nil {
 		return err
 	}
@@ -128,22 +129,22 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 			status = "FAILED"
 			failed = append(failed, r.Name)
 		}
-		report := r.Report
-		if report == "" {
-			report = "(no report)"
+		shown := r.Report
+		if shown == "" {
+			shown = "(no report)"
 		}
-		fmt.Fprintf(stdout, "%-*s  %-6s  %7.1fs  %s\n", width, r.Name, status, r.Duration.Round(100*time.Millisecond).Seconds(), report)
+		fmt.Fprintf(stdout, "%-*s  %-6s  %7.1fs  %s\n", width, r.Name, status, r.Duration.Round(100*time.Millisecond).Seconds(), shown)
 		if r.Err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", r.Name, r.Err)
 		}
 	}
-	index, err := labs.WriteIndex(outDir, results, run)
+	index, err := report.WriteIndex(outDir, results, run)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "index: %s\n", index)
 	if *check {
-		if err := labs.CheckPage(index, false); err != nil {
+		if err := report.CheckPage(index, false); err != nil {
 			return fmt.Errorf("index check: %w", err)
 		}
 	}
@@ -187,8 +188,8 @@ func chooseScale(name string, quick, full bool) (scale.Scale, error) {
 
 // checkReport verifies a report in headless Chromium with the network off:
 // no console error, no fetch, and every SVG it holds draws.
-func checkReport(report string) error {
-	if err := labs.CheckPage(report, false); err != nil {
+func checkReport(path string) error {
+	if err := report.CheckPage(path, false); err != nil {
 		return fmt.Errorf("report check: %w", err)
 	}
 	return nil
@@ -196,7 +197,7 @@ func checkReport(report string) error {
 
 // screenshots saves how Chromium shows the index and the first report
 // written (DIR/index.png, DIR/NAME.png).
-func screenshots(dir, index string, results []labs.Result, stdout io.Writer) error {
+func screenshots(dir, index string, results []report.Result, stdout io.Writer) error {
 	pages := []string{index}
 	for _, r := range results {
 		if r.Report != "" {
@@ -208,7 +209,7 @@ func screenshots(dir, index string, results []labs.Result, stdout io.Writer) err
 	defer cancel()
 	for _, p := range pages {
 		png := filepath.Join(dir, strings.TrimSuffix(filepath.Base(p), ".html")+".png")
-		if err := labs.Screenshot(ctx, p, png, 1280, 1600); err != nil {
+		if err := report.Screenshot(ctx, p, png, 1280, 1600); err != nil {
 			return fmt.Errorf("screenshot of %s: %w", p, err)
 		}
 		fmt.Fprintf(stdout, "screenshot: %s\n", png)

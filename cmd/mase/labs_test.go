@@ -40,7 +40,7 @@ func TestLabsCheckAndScreenshots(t *testing.T) {
 	}
 	out, shots := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
-	nb := filepath.Join("..", "..", "kernel", "labs", "testdata", "e2e_svg.ipynb")
+	nb := filepath.Join("..", "..", "kernel", "runner", "testdata", "e2e_svg.ipynb")
 	if code := run([]string{"labs", "--quick", "--check", "--screenshots", shots, "--out", out, nb}, &stdout, &stderr); code != 0 {
 		t.Fatalf("mase labs: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}

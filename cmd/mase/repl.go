@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/gomase/gomase/kernel/kernelspec"
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/runner"
 )
 
 func init() {
@@ -69,7 +69,7 @@ func runREPL(args []string, stdout, stderr io.Writer) error {
 	if w := os.Getenv("PYTHONWARNINGS"); w != "" {
 		warnings = w + "," + warnings
 	}
-	if err := syscall.Exec(argv[0], argv, labs.SetEnv(os.Environ(), "PYTHONWARNINGS", warnings)); err != nil {
+	if err := syscall.Exec(argv[0], argv, runner.SetEnv(os.Environ(), "PYTHONWARNINGS", warnings)); err != nil {
 		return fmt.Errorf("starting %s: %w", strings.Join(argv[:3], " "), err)
 	}
 	return nil // not reached: Exec replaced the process
@@ -79,18 +79,18 @@ func runREPL(args []string, stdout, stderr io.Writer) error {
 // that everything it needs is installed; its errors say what is missing
 // (those that `make setup` fixes end with "run make setup").
 func replCommand(ctx context.Context, args []string) ([]string, error) {
-	root, err := labs.Root()
+	root, err := runner.Root()
 	if err != nil {
 		return nil, fmt.Errorf("%w (run mase repl inside the checkout)", err)
 	}
-	if err := labs.CheckKernel(ctx, labs.Options{Root: root}); err != nil {
+	if err := runner.CheckKernel(ctx, runner.Options{Root: root}); err != nil {
 		return nil, err
 	}
-	console := filepath.Join(filepath.Dir(labs.DefaultJupyter), "jupyter-console")
+	console := filepath.Join(filepath.Dir(runner.DefaultJupyter), "jupyter-console")
 	if _, err := os.Stat(console); err != nil {
 		return nil, fmt.Errorf("jupyter console is not installed (%s is missing; Debian package jupyter-console): run make setup", console)
 	}
-	argv := []string{labs.DefaultJupyter, "console", "--kernel", kernelspec.Name}
+	argv := []string{runner.DefaultJupyter, "console", "--kernel", kernelspec.Name}
 	argv = append(argv, replConsoleOptions...)
 	return append(argv, args...), nil
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/runner"
 )
 
 // TestREPLCommandLine checks the jupyter console command `mase repl` runs.
@@ -49,11 +49,11 @@ func requireREPL(t *testing.T) string {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed (Debian package tmux): run make setup")
 	}
-	root, err := labs.Root()
+	root, err := runner.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := labs.CheckKernel(context.Background(), labs.Options{Root: root}); err != nil {
+	if err := runner.CheckKernel(context.Background(), runner.Options{Root: root}); err != nil {
 		t.Fatalf("the gomase kernel is not usable: %v", err)
 	}
 	return root
@@ -115,10 +115,10 @@ func TestREPL(t *testing.T) {
 		t.Errorf("mase repl did not exit with status 0:\n%s", tail(final, 10))
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for len(labs.KernelProcesses(s.runtimeDir)) > 0 && time.Now().Before(deadline) {
+	for len(runner.KernelProcesses(s.runtimeDir)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
-	if pids := labs.KernelProcesses(s.runtimeDir); len(pids) > 0 {
+	if pids := runner.KernelProcesses(s.runtimeDir); len(pids) > 0 {
 		t.Errorf("the kernel (pids %v) still runs after the REPL quit", pids)
 	}
 	if _, err := os.Stat(svgFile); svgFile != "" && err == nil {
@@ -277,7 +277,7 @@ func tail(s string, n int) string {
 // kill stops the tmux server and any kernel started from the session.
 func (s *replSession) kill() {
 	s.tmux(nil, "kill-server")
-	labs.StopKernels(s.runtimeDir, 5*time.Second)
+	runner.StopKernels(s.runtimeDir, 5*time.Second)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -40,7 +40,7 @@ func TestLayering(t *testing.T) {
 func TestLayerFromPath(t *testing.T) {
 	for p, want := range map[string]string{
 		"cmd/mase":                 Command,
-		"kernel/labs":              Harness,
+		"kernel/runner":            Harness,
 		"mase/lab/finetune":        LabApplication,
 		"mase/lab/labsetup/scale":  LabApplication,
 		"mase/ui/plot":             UI,
@@ -73,12 +73,12 @@ func TestPlantedUpwardImports(t *testing.T) {
 		dep("mase/train", "mase/ui/progress"), // library -> UI
 		dep("mase/ir", "mase/lab/labsetup"),   // library -> lab application
 		dep("kernels/sdpa", "mase/ir"),        // kernels -> library
-		dep("mase/ui/plot", "kernel/labs"),    // UI -> harness
+		dep("mase/ui/plot", "kernel/runner"),  // UI -> harness
 		dep("rtl/emit", "cmd/mase"),           // anything -> command
 		dep("mase/passes", "rtl/emit"),        // library -> RTL
 		dep("mase/data", "internal/pgtest"),   // library -> test support
 		dep("mase/lab/nas", "mase/ui/plot", "mase/search", "kernels/sdpa", "internal/atomicfile"), // all allowed
-		dep("cmd/mase", "kernel/labs", "mase/lab/nas", "rtl/emit"),                                // all allowed
+		dep("cmd/mase", "kernel/runner", "mase/lab/nas", "rtl/emit"),                              // all allowed
 		{ImportPath: "example.com/other", Deps: []string{Module + "cmd/mase"}},                    // not ours
 	}
 	pkgs = append(pkgs,
@@ -89,7 +89,7 @@ func TestPlantedUpwardImports(t *testing.T) {
 		Package{ImportPath: Module + "mase/trace", Deps: []string{Module + "mase/backend"}})  // allowed: not the graph core
 	got := Breaks(pkgs)
 	want := []string{"mase/passes -> kernels/cuda", "mase/ir -> mase/backend", "mase/nn -> kernels/mxint8", "mase/train -> mase/ui/progress", "mase/ir -> mase/lab/labsetup", "kernels/sdpa -> mase/ir",
-		"mase/ui/plot -> kernel/labs", "rtl/emit -> cmd/mase", "mase/passes -> rtl/emit", "mase/data -> internal/pgtest"}
+		"mase/ui/plot -> kernel/runner", "rtl/emit -> cmd/mase", "mase/passes -> rtl/emit", "mase/data -> internal/pgtest"}
 	if len(got) != len(want) {
 		t.Fatalf("got %d breaks, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
 	}

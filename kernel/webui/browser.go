@@ -17,7 +17,7 @@ import (
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/launcher/flags"
 	"github.com/go-rod/rod/lib/proto"
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/runner"
 )
 
 // browser is a headless Chromium started by rod's launcher from a given
@@ -103,7 +103,7 @@ func (b *browser) close() {
 	}
 	b.launcher.Kill()
 	if b.pid > 0 {
-		labs.WaitGone(b.pid, 10*time.Second)
+		runner.WaitGone(b.pid, 10*time.Second)
 	}
 }
 

@@ -19,12 +19,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/runner"
 )
 
 // ServerOptions configure StartServer.
 type ServerOptions struct {
-	// Jupyter is the jupyter command (labs.DefaultJupyter if empty).
+	// Jupyter is the jupyter command (runner.DefaultJupyter if empty).
 	Jupyter string
 	// Dir is the directory the server serves (its --notebook-dir), and the
 	// working directory of the server and of its kernels.
@@ -57,7 +57,7 @@ type Server struct {
 
 	cmd        *exec.Cmd
 	runtimeDir string
-	log        *labs.LineTail
+	log        *runner.LineTail
 	done       chan struct{} // closed when the server process has exited
 	waitErr    error
 	stopOnce   sync.Once
@@ -89,8 +89,8 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 			return nil, fmt.Errorf("webui: %w", err)
 		}
 	}
-	env = labs.SetEnv(env, "JUPYTER_RUNTIME_DIR", runtimeDir)
-	env = labs.SetEnv(env, "JUPYTER_CONFIG_DIR", configDir)
+	env = runner.SetEnv(env, "JUPYTER_RUNTIME_DIR", runtimeDir)
+	env = runner.SetEnv(env, "JUPYTER_CONFIG_DIR", configDir)
 
 	port, err := freePort()
 	if err != nil {
@@ -127,7 +127,7 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 		Dir:        opts.Dir,
 		cmd:        cmd,
 		runtimeDir: runtimeDir,
-		log:        labs.NewLineTail(400),
+		log:        runner.NewLineTail(400),
 		done:       make(chan struct{}),
 	}
 	var out io.Writer = s.log
@@ -253,7 +253,7 @@ func (s *Server) stop() error {
 			return fmt.Errorf("webui: jupyter notebook (pid %d) did not exit after SIGKILL", s.cmd.Process.Pid)
 		}
 	}
-	if left := labs.StopKernels(s.runtimeDir, 5*time.Second); len(left) > 0 {
+	if left := runner.StopKernels(s.runtimeDir, 5*time.Second); len(left) > 0 {
 		return fmt.Errorf("webui: kernel processes %v of the stopped server could not be killed", left)
 	}
 	return nil

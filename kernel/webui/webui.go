@@ -35,11 +35,13 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/gomase/gomase/kernel/kernelspec"
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/notebook"
+	"github.com/gomase/gomase/kernel/report"
+	"github.com/gomase/gomase/kernel/runner"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
-const defaultJupyter = labs.DefaultJupyter
+const defaultJupyter = runner.DefaultJupyter
 
 // Defaults of Options, and the screenshot's limit.
 const (
@@ -80,7 +82,7 @@ type Options struct {
 	// copy, so the file itself is never changed.
 	Notebook string
 	// Root is the gomase repository root (GOMASE_ROOT for the kernel); found
-	// from the working directory if empty (labs.Root).
+	// from the working directory if empty (runner.Root).
 	Root string
 	// Scale is the notebook's scale (GOMASE_SCALE in the server's
 	// environment, which its kernels inherit); scale.Default if empty.
@@ -88,9 +90,9 @@ type Options struct {
 	// Kernel is the kernelspec the notebook must run with; kernelspec.Name
 	// ("gomase") if empty.
 	Kernel string
-	// Jupyter is the jupyter command; labs.DefaultJupyter if empty.
+	// Jupyter is the jupyter command; runner.DefaultJupyter if empty.
 	Jupyter string
-	// Chromium is the browser binary; labs.Chromium if empty.
+	// Chromium is the browser binary; report.Chromium if empty.
 	Chromium string
 	// KernelTimeout bounds the wait for the kernel to be idle after the
 	// page opens (DefaultKernelTimeout). Run's context bounds everything.
@@ -118,7 +120,7 @@ func (o *Options) defaults() error {
 		o.Jupyter = defaultJupyter
 	}
 	if o.Chromium == "" {
-		o.Chromium = labs.Chromium
+		o.Chromium = report.Chromium
 	}
 	if o.KernelTimeout <= 0 {
 		o.KernelTimeout = DefaultKernelTimeout
@@ -133,7 +135,7 @@ func (o *Options) defaults() error {
 		o.Logf = func(string, ...any) {}
 	}
 	if o.Root == "" {
-		root, err := labs.Root()
+		root, err := runner.Root()
 		if err != nil {
 			return err
 		}
@@ -274,7 +276,7 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	if err := preflight(ctx, opts); err != nil {
 		return rep, fail("preflight", err)
 	}
-	nb, err := labs.ReadNotebook(opts.Notebook)
+	nb, err := notebook.ReadNotebook(opts.Notebook)
 	if err != nil {
 		return rep, fail("preflight", err)
 	}
@@ -467,13 +469,13 @@ func preflight(ctx context.Context, opts Options) error {
 		}
 	}
 	// The kernelspec is installed and serves this checkout.
-	return labs.CheckKernel(ctx, labs.Options{Root: opts.Root, Kernel: opts.Kernel})
+	return runner.CheckKernel(ctx, runner.Options{Root: opts.Root, Kernel: opts.Kernel})
 }
 
 // serverEnv is the server's environment: what the headless runner gives
-// its kernels (labs.NotebookEnv), since the server passes it on to them.
+// its kernels (runner.NotebookEnv), since the server passes it on to them.
 func serverEnv(env []string, root string, scale scale.Scale) []string {
-	return labs.NotebookEnv(env, labs.Options{Root: root, Scale: scale})
+	return runner.NotebookEnv(env, runner.Options{Root: root, Scale: scale})
 }
 
 // pageState is what the notebook page shows of the kernel and the cells.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/runner"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -42,7 +42,7 @@ func TestNotebookWebUI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a notebook in jupyter notebook and Chromium (about two minutes); skipped with -short")
 	}
-	root, err := labs.Root()
+	root, err := runner.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command notebooks writes the lab notebooks (notebooks/NAME.ipynb) from
-// their sources (notebooks/src/NAME.gonb, see labs.ParseSource). Run it from
+// their sources (notebooks/src/NAME.gonb, see nbsource.ParseSource). Run it from
 // the repository root after editing a source:
 //
 //	go run ./kernel/cmd/notebooks          # rewrite every notebook
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/nbsource"
 )
 
 func main() {
@@ -36,17 +36,17 @@ func main() {
 }
 
 func run(dir string, check bool) error {
-	srcs, err := filepath.Glob(filepath.Join(dir, "src", "*"+labs.SourceExt))
+	srcs, err := filepath.Glob(filepath.Join(dir, "src", "*"+nbsource.SourceExt))
 	if err != nil {
 		return err
 	}
 	if len(srcs) == 0 {
-		return fmt.Errorf("no %s sources in %s", labs.SourceExt, filepath.Join(dir, "src"))
+		return fmt.Errorf("no %s sources in %s", nbsource.SourceExt, filepath.Join(dir, "src"))
 	}
 	var stale []string
 	for _, src := range srcs {
-		name := strings.TrimSuffix(filepath.Base(src), labs.SourceExt)
-		want, err := labs.NotebookFromSource(name, src)
+		name := strings.TrimSuffix(filepath.Base(src), nbsource.SourceExt)
+		want, err := nbsource.NotebookFromSource(name, src)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func run(dir string, check bool) error {
 
 // formatSources rewrites every source with its Go cells gofmt-ed.
 func formatSources(dir string) error {
-	srcs, err := filepath.Glob(filepath.Join(dir, "src", "*"+labs.SourceExt))
+	srcs, err := filepath.Glob(filepath.Join(dir, "src", "*"+nbsource.SourceExt))
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func formatSources(dir string) error {
 		if err != nil {
 			return err
 		}
-		cells, err := labs.ParseSource(b)
+		cells, err := nbsource.ParseSource(b)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
@@ -89,11 +89,11 @@ func formatSources(dir string) error {
 			if c.Kind != "code" {
 				continue
 			}
-			if cells[i].Text, err = labs.FormatCell(c.Text); err != nil {
+			if cells[i].Text, err = nbsource.FormatCell(c.Text); err != nil {
 				return fmt.Errorf("%s cell %d: %w", src, i+1, err)
 			}
 		}
-		out := labs.FormatSource(labs.SourceHeader(b), cells)
+		out := nbsource.FormatSource(nbsource.SourceHeader(b), cells)
 		if !bytes.Equal(out, b) {
 			if err := os.WriteFile(src, out, 0o644); err != nil {
 				return err

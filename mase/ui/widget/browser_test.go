@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gomase/gomase/graphviz"
-	"github.com/gomase/gomase/kernel/labs"
+	"github.com/gomase/gomase/kernel/report"
 	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/gomase/gomase/rtl/vcd"
@@ -111,14 +111,14 @@ func TestWidgetsInBrowser(t *testing.T) {
 	if err := widget.WriteHTML(p, "Every widget", append(ws, hostile)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := labs.CheckSVGVisible(p); err != nil {
+	if err := report.CheckSVGVisible(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := labs.Screenshot(context.Background(), p, filepath.Join(dir, "widgets.png"), 1280, 2400); err != nil {
+	if err := report.Screenshot(context.Background(), p, filepath.Join(dir, "widgets.png"), 1280, 2400); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("page and screenshot in %s", dir)
-	raw, consoleErrs, err := labs.RunScript(context.Background(), p, `
+	raw, consoleErrs, err := report.RunScript(context.Background(), p, `
   var out = {};
   var g = document.querySelector('.gmw-zoom');
   var svg = g.querySelector('.gmw-view svg');

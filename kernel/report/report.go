@@ -1,4 +1,8 @@
-package labs
+// Package report writes what a lab run shows: a self-contained, offline HTML
+// report of each executed notebook, the index page of a run, and the checks
+// in headless Chromium that every page loads without the network and that
+// its SVGs draw.
+package report
 
 import (
 	"bytes"
@@ -15,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/yuin/goldmark"
@@ -24,8 +29,8 @@ import (
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 )
 
-// ReportInfo is what a report says about the run besides the notebook.
-type ReportInfo struct {
+// Info is what a report says about the run besides the notebook.
+type Info struct {
 	// Name is the notebook's file name, e.g. "lab1.ipynb".
 	Name string
 	// Err is the run's failure, nil when it succeeded.
@@ -45,8 +50,8 @@ type ReportInfo struct {
 	BaseDir string
 }
 
-// WriteReport renders nb as a self-contained HTML file at path.
-func WriteReport(path string, nb *Notebook, info ReportInfo) error {
+// Write renders nb as a self-contained HTML file at path.
+func Write(path string, nb *notebook.Notebook, info Info) error {
 	var buf bytes.Buffer
 	if err := RenderHTML(&buf, nb, info); err != nil {
 		return err
@@ -64,7 +69,7 @@ func WriteReport(path string, nb *Notebook, info ReportInfo) error {
 // markdown, JSON, text, streams, errors with ANSI codes stripped). Remote
 // resources inside outputs (e.g. a chart library from a CDN) are replaced
 // by a note; the finished page is checked with CheckOffline.
-func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
+func RenderHTML(w io.Writer, nb *notebook.Notebook, info Info) error {
 	r := &reportRenderer{info: info, ids: newHeadingIDs()}
 	r.md = goldmark.New(
 		goldmark.WithExtensions(extension.GFM),
@@ -86,7 +91,7 @@ func RenderHTML(w io.Writer, nb *Notebook, info ReportInfo) error {
 		page.Generated = info.Generated.Format("2006-01-02 15:04:05 MST")
 	}
 	if info.Err != nil {
-		page.Error = StripANSI(info.Err.Error())
+		page.Error = notebook.StripANSI(info.Err.Error())
 	}
 	for i := range nb.Cells {
 		page.Cells = append(page.Cells, template.HTML(r.cell(&nb.Cells[i], i+1)))
@@ -111,12 +116,12 @@ type pageData struct {
 }
 
 type reportRenderer struct {
-	info ReportInfo
+	info Info
 	md   goldmark.Markdown
 	ids  *headingIDs
 }
 
-func (r *reportRenderer) cell(c *Cell, index int) string {
+func (r *reportRenderer) cell(c *notebook.Cell, index int) string {
 	var b strings.Builder
 	switch c.CellType {
 	case "markdown":
@@ -153,8 +158,8 @@ func (r *reportRenderer) cell(c *Cell, index int) string {
 }
 
 // mergeStreams joins consecutive stream outputs of the same name.
-func mergeStreams(outs []Output) []Output {
-	var res []Output
+func mergeStreams(outs []notebook.Output) []notebook.Output {
+	var res []notebook.Output
 	for _, o := range outs {
 		if n := len(res); n > 0 && o.OutputType == "stream" && res[n-1].OutputType == "stream" && res[n-1].Name == o.Name {
 			res[n-1].Text += o.Text
@@ -171,19 +176,19 @@ var mimeOrder = []string{
 	"text/markdown", "text/latex", "application/json", "text/plain",
 }
 
-func (r *reportRenderer) output(o Output) string {
+func (r *reportRenderer) output(o notebook.Output) string {
 	switch o.OutputType {
 	case "stream":
 		class := "stream"
 		if o.Name == "stderr" {
 			class += " stderr"
 		}
-		return `<pre class="` + class + `">` + html.EscapeString(collapseCR(StripANSI(string(o.Text)))) + "</pre>"
+		return `<pre class="` + class + `">` + html.EscapeString(notebook.PlainText((string(o.Text)))) + "</pre>"
 	case "error":
-		tb := StripANSI(strings.Join(o.Traceback, "\n"))
-		head := StripANSI(o.EName + ": " + o.EValue)
+		tb := notebook.StripANSI(strings.Join(o.Traceback, "\n"))
+		head := notebook.StripANSI(o.EName + ": " + o.EValue)
 		body := "<strong>" + html.EscapeString(head) + "</strong>"
-		if strings.TrimSpace(tb) != "" && strings.TrimSpace(tb) != strings.TrimSpace(StripANSI(o.EValue)) {
+		if strings.TrimSpace(tb) != "" && strings.TrimSpace(tb) != strings.TrimSpace(notebook.StripANSI(o.EValue)) {
 			body += "\n" + html.EscapeString(tb)
 		}
 		return `<pre class="error">` + body + "</pre>"
@@ -226,7 +231,7 @@ func (r *reportRenderer) display(mimeType, v string, raw json.RawMessage) string
 		}
 		return `<pre class="text">` + html.EscapeString(v) + "</pre>"
 	default: // text/latex, text/plain
-		return `<pre class="text">` + html.EscapeString(collapseCR(StripANSI(v))) + "</pre>"
+		return `<pre class="text">` + html.EscapeString(notebook.PlainText((v))) + "</pre>"
 	}
 }
 
@@ -236,7 +241,7 @@ func offline(frag string) string {
 	return s
 }
 
-func (r *reportRenderer) markdown(src string, attachments map[string]MIMEBundle) string {
+func (r *reportRenderer) markdown(src string, attachments map[string]notebook.MIMEBundle) string {
 	var buf bytes.Buffer
 	ctx := parser.NewContext(parser.WithIDs(r.ids))
 	if err := r.md.Convert([]byte(src), &buf, parser.WithContext(ctx)); err != nil {
@@ -250,7 +255,7 @@ var imgSrcRE = regexp.MustCompile(`(?i)(<img\b(?:[^>"']|"[^"]*"|'[^']*')*?\bsrc\
 // inlineImages replaces <img src> that point at a cell attachment or a
 // local file with data URLs, so the report needs no file beside it. An image
 // that cannot be found is replaced by a note.
-func (r *reportRenderer) inlineImages(frag string, attachments map[string]MIMEBundle) string {
+func (r *reportRenderer) inlineImages(frag string, attachments map[string]notebook.MIMEBundle) string {
 	return imgSrcRE.ReplaceAllStringFunc(frag, func(s string) string {
 		m := imgSrcRE.FindStringSubmatch(s)
 		src := html.UnescapeString(strings.Trim(m[2], `"'`))
@@ -260,7 +265,7 @@ func (r *reportRenderer) inlineImages(frag string, attachments map[string]MIMEBu
 		}
 		if name, ok := strings.CutPrefix(src, "attachment:"); ok {
 			for mt, v := range attachments[name] {
-				var t Text
+				var t notebook.Text
 				if json.Unmarshal(v, &t) == nil && strings.HasPrefix(mt, "image/") {
 					return m[1] + `"data:` + mt + `;base64,` + strings.Join(strings.Fields(string(t)), "") + `"`
 				}
@@ -283,7 +288,7 @@ func (r *reportRenderer) inlineImages(frag string, attachments map[string]MIMEBu
 
 // notebookTitle is the text of the notebook's first markdown heading, or
 // its file name.
-func notebookTitle(nb *Notebook, name string) string {
+func notebookTitle(nb *notebook.Notebook, name string) string {
 	for _, c := range nb.Cells {
 		if c.CellType != "markdown" {
 			continue
@@ -295,7 +300,7 @@ func notebookTitle(nb *Notebook, name string) string {
 				if goldmark.Convert([]byte(l), &buf) != nil {
 					continue
 				}
-				if t := htmlToText(buf.String()); t != "" {
+				if t := notebook.HTMLToText(buf.String()); t != "" {
 					return t
 				}
 			}

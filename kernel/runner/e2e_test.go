@@ -1,4 +1,4 @@
-package labs
+package runner
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/kernel/notebook"
+	"github.com/gomase/gomase/kernel/report"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -43,7 +45,7 @@ func TestEndToEndSVG(t *testing.T) {
 		t.Fatalf("e2e_svg.ipynb failed: %v", r.Err)
 	}
 	t.Logf("e2e_svg.ipynb ran in %s", r.Duration.Round(time.Millisecond))
-	nb, err := ReadNotebook(r.Executed)
+	nb, err := notebook.ReadNotebook(r.Executed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +60,10 @@ func TestEndToEndSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckOffline(string(page)); err != nil {
+	if err := report.CheckOffline(string(page)); err != nil {
 		t.Error(err)
 	}
-	if err := CheckSVGVisible(r.Report); err != nil {
+	if err := report.CheckSVGVisible(r.Report); err != nil {
 		t.Errorf("the report's SVG is not visible in Chromium: %v", err)
 	}
 }
@@ -85,7 +87,7 @@ func TestEndToEndFailures(t *testing.T) {
 	// 1 ]]") but not always (seen once in CI: plain main.go lines), so the
 	// test asks only for the panicking function in the stack.
 	for i, r := range results {
-		var ce *CellError
+		var ce *notebook.CellError
 		if !errors.As(r.Err, &ce) {
 			t.Errorf("%s: error %v, want a *CellError", r.Name, r.Err)
 			continue
@@ -100,7 +102,7 @@ func TestEndToEndFailures(t *testing.T) {
 		}
 	}
 	// The runner stops at the failing cell: the cell after it never ran.
-	nb, err := ReadNotebook(results[0].Executed)
+	nb, err := notebook.ReadNotebook(results[0].Executed)
 	if err != nil {
 		t.Fatal(err)
 	}

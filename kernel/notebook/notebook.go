@@ -1,10 +1,14 @@
-package labs
+// Package notebook reads Jupyter notebooks (.ipynb, nbformat 4): cells,
+// outputs and MIME bundles, and the error of the first failing cell as a
+// student should read it (GoNB's compiler and panic reports made plain).
+package notebook
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -161,9 +165,9 @@ func (nb *Notebook) KernelName() string {
 	return name
 }
 
-// firstLine returns the first line of a cell's source that says something:
+// FirstLine returns the first line of a cell's source that says something:
 // blank lines and a bare "%%" (GoNB's "the rest is main()") are skipped.
-func firstLine(src string) string {
+func FirstLine(src string) string {
 	for _, l := range strings.Split(src, "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" || l == "%%" {
@@ -172,4 +176,9 @@ func firstLine(src string) string {
 		return l
 	}
 	return strings.TrimSpace(src)
+}
+
+// Name is a notebook's name: its file name without ".ipynb".
+func Name(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".ipynb")
 }

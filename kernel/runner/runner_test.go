@@ -1,4 +1,4 @@
-package labs
+package runner
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestFindRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !isRoot(root) || filepath.Base(filepath.Join(root, "kernel", "labs")) != "labs" {
+	if _, err := os.Stat(filepath.Join(root, "kernel", "runner", "runner.go")); !isRoot(root) || err != nil {
 		t.Fatalf("FindRoot(.) = %s, not the gomase repository", root)
 	}
 	// The nested tools module is passed over.

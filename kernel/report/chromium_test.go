@@ -1,4 +1,4 @@
-package labs
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/kernel/notebook"
 )
 
 // magenta is the fill of the fixtures' SVGs, a colour nothing else in a
@@ -40,7 +42,7 @@ func TestCheckSVGVisibleOnReport(t *testing.T) {
 	requireChromium(t)
 	t.Parallel()
 	var buf bytes.Buffer
-	if err := RenderHTML(&buf, mustRead(t, "outputs.ipynb"), ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
+	if err := RenderHTML(&buf, mustRead(t, "outputs.ipynb"), Info{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "outputs.html")
@@ -177,12 +179,12 @@ func BenchmarkCheckPage(b *testing.B) {
 	if _, err := os.Stat(Chromium); err != nil {
 		b.Fatalf("needs %s: run make setup", Chromium)
 	}
-	nb, err := ReadNotebook(filepath.Join("testdata", "outputs.ipynb"))
+	nb, err := notebook.ReadNotebook(filepath.Join("testdata", "outputs.ipynb"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := RenderHTML(&buf, nb, ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
+	if err := RenderHTML(&buf, nb, Info{Name: "outputs.ipynb", BaseDir: "testdata"}); err != nil {
 		b.Fatal(err)
 	}
 	p := filepath.Join(b.TempDir(), "outputs.html")

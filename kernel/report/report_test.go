@@ -1,4 +1,4 @@
-package labs
+package report
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 	"github.com/gomase/gomase/mase/ui/widget"
 )
@@ -20,7 +21,17 @@ import (
 // link or img element.
 var remoteAttrRE = regexp.MustCompile(`(?is)<(script|link|img)\b[^>]*\b(src|href)\s*=\s*["']?\s*(https?:)?//`)
 
-func render(t *testing.T, name string, info ReportInfo) string {
+// mustRead reads one of the notebook package's test notebooks.
+func mustRead(t *testing.T, name string) *notebook.Notebook {
+	t.Helper()
+	nb, err := notebook.ReadNotebook(filepath.Join("..", "notebook", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nb
+}
+
+func render(t *testing.T, name string, info Info) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := RenderHTML(&buf, mustRead(t, name), info); err != nil {
@@ -30,7 +41,7 @@ func render(t *testing.T, name string, info ReportInfo) string {
 }
 
 func TestReportIsOffline(t *testing.T) {
-	page := render(t, "outputs.ipynb", ReportInfo{Name: "outputs.ipynb", BaseDir: "testdata", Scale: scale.Quick, Backend: "xla:cuda", Duration: 3 * time.Second})
+	page := render(t, "outputs.ipynb", Info{Name: "outputs.ipynb", BaseDir: "testdata", Scale: scale.Quick, Backend: "xla:cuda", Duration: 3 * time.Second})
 	if m := remoteAttrRE.FindString(page); m != "" {
 		t.Errorf("report loads a remote resource: %s", m)
 	}
@@ -68,8 +79,8 @@ func TestReportIsOffline(t *testing.T) {
 
 func TestReportOfFailure(t *testing.T) {
 	nb := mustRead(t, "failed_compile.ipynb")
-	err := FirstError(nb)
-	page := render(t, "failed_compile.ipynb", ReportInfo{Name: "failed_compile.ipynb", Err: err, FailedCell: err.Index})
+	err := notebook.FirstError(nb)
+	page := render(t, "failed_compile.ipynb", Info{Name: "failed_compile.ipynb", Err: err, FailedCell: err.Index})
 	for _, want := range []string{"FAILED", `href="#cell-3"`, `class="cell code failed" id="cell-3"`, "undefined: undefinedThing", "In [ ]:"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("failure report lacks %q", want)
@@ -82,7 +93,7 @@ func TestReportOfFailure(t *testing.T) {
 
 func TestWriteReport(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.html")
-	if err := WriteReport(out, mustRead(t, "outputs.ipynb"), ReportInfo{Name: "outputs.ipynb", Err: errors.New("x")}); err != nil {
+	if err := Write(out, mustRead(t, "outputs.ipynb"), Info{Name: "outputs.ipynb", Err: errors.New("x")}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
@@ -133,12 +144,12 @@ func TestReportWidgetAssetsOnce(t *testing.T) {
 	src := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "gomase"}}, "cells": [
 	 {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "%%", "outputs": [` + out(widget.NewTable("first", "x")) + `]},
 	 {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 2, "source": "%%", "outputs": [` + out(widget.NewTable("second", "y")) + `]}]}`
-	nb, err := ParseNotebook([]byte(src))
+	nb, err := notebook.ParseNotebook([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := RenderHTML(&buf, nb, ReportInfo{Name: "w"}); err != nil {
+	if err := RenderHTML(&buf, nb, Info{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

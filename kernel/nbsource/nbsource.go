@@ -1,4 +1,8 @@
-package labs
+// Package nbsource handles the lab notebooks' sources (notebooks/src/*.gonb,
+// jupytext percent format): parsing, formatting and rendering them as
+// .ipynb, and assembling their cells into the Go programs GoNB would build,
+// so that tests compile and vet every cell.
+package nbsource
 
 import (
 	"bytes"

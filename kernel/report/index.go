@@ -1,4 +1,4 @@
-package labs
+package report
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -98,12 +99,12 @@ func WriteIndex(dir string, results []Result, info IndexInfo) (string, error) {
 		if !r.OK() {
 			failed++
 			row.Status, row.Class = "FAILED", "failed"
-			row.Error = firstLine(StripANSI(r.Err.Error()))
+			row.Error = notebook.FirstLine(notebook.StripANSI(r.Err.Error()))
 		}
 		rows = append(rows, row)
 	}
 	for i, nb := range info.Pending {
-		name := notebookName(nb)
+		name := notebook.Name(nb)
 		row := indexRow{Name: name, Title: titleOf(nb, name), Status: "waiting", Class: "pending"}
 		if i == 0 {
 			row.Status = "running"
@@ -170,7 +171,7 @@ func comparisonAnchor(report string) string {
 // titleOf is a notebook's title (its first heading), or name if it cannot
 // be read.
 func titleOf(path, name string) string {
-	if nb, err := ReadNotebook(path); err == nil {
+	if nb, err := notebook.ReadNotebook(path); err == nil {
 		return notebookTitle(nb, name)
 	}
 	return name
@@ -200,3 +201,19 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-we
 {{end}}</table>
 </body></html>
 `))
+
+// Result is the outcome of running one notebook.
+type Result struct {
+	// Notebook is the input path, Name its base name without ".ipynb".
+	Notebook, Name string
+	// Executed and Report are the written notebook and HTML report ("" when
+	// not written).
+	Executed, Report string
+	// Duration is the wall time of the run.
+	Duration time.Duration
+	// Err is nil on success; a *CellError when a cell failed.
+	Err error
+}
+
+// OK reports whether the notebook ran without error.
+func (r Result) OK() bool { return r.Err == nil }

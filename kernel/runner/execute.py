@@ -1,4 +1,4 @@
-"""Execute one Jupyter notebook for gomase's `mase labs` (kernel/labs).
+"""Execute one Jupyter notebook for gomase's `mase labs` (kernel/runner).
 
 Usage: python3 execute.py IN.ipynb OUT.ipynb KERNEL TIMEOUT_S WORKDIR
        python3 execute.py --check KERNEL

@@ -1,4 +1,4 @@
-package labs
+package report
 
 import (
 	"errors"

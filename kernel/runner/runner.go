@@ -1,6 +1,6 @@
-// Package labs runs the gomase lab notebooks headless through the "Go
-// (gomase)" Jupyter kernel and writes a self-contained HTML report of each;
-// `mase labs` is its command line.
+// Package runner runs the gomase lab notebooks headless through the "Go
+// (gomase)" Jupyter kernel and has package report write a self-contained
+// HTML report of each; `mase labs` is its command line.
 //
 // A run executes a notebook's cells in order with nbclient (Debian's
 // /usr/bin/python3, installed by `make setup`) and the gomase kernelspec,
@@ -10,7 +10,7 @@
 // Notebooks size their work by scale.Current (quick for CI, standard by
 // default on the CPU, full, the labs' own, by default on a GPU) and call
 // Root to find the repository's files.
-package labs
+package runner
 
 import (
 	"bufio"
@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/kernel/kernelspec"
+	"github.com/gomase/gomase/kernel/notebook"
+	"github.com/gomase/gomase/kernel/report"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -135,7 +137,7 @@ type Options struct {
 	// AfterEach, when set, is called as each notebook finishes with the
 	// results so far, the newest last; it may change that newest result
 	// (a failed extra check, say), and Run returns what it left.
-	AfterEach func(done []Result)
+	AfterEach func(done []report.Result)
 }
 
 func (o *Options) defaults() error {
@@ -164,22 +166,6 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Result is the outcome of running one notebook.
-type Result struct {
-	// Notebook is the input path, Name its base name without ".ipynb".
-	Notebook, Name string
-	// Executed and Report are the written notebook and HTML report ("" when
-	// not written).
-	Executed, Report string
-	// Duration is the wall time of the run.
-	Duration time.Duration
-	// Err is nil on success; a *CellError when a cell failed.
-	Err error
-}
-
-// OK reports whether the notebook ran without error.
-func (r Result) OK() bool { return r.Err == nil }
-
 // setupHint ends errors that `make setup` fixes.
 const setupHint = "run make setup"
 
@@ -207,7 +193,7 @@ func CheckKernel(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the Jupyter kernel %q is not installed (not in `jupyter kernelspec list`): %s", opts.Kernel, setupHint)
 	}
 	if err != nil {
-		return fmt.Errorf("cannot query Jupyter's kernelspecs with %s (%v; %s): %s", opts.Python, err, lastLines(stderr.String(), 3), setupHint)
+		return fmt.Errorf("cannot query Jupyter's kernelspecs with %s (%v; %s): %s", opts.Python, err, notebook.LastLines(stderr.String(), 3), setupHint)
 	}
 	var spec struct {
 		ResourceDir string   `json:"resource_dir"`
@@ -245,8 +231,8 @@ func sameDir(a, b string) bool {
 
 // Run checks the kernel, then runs each notebook in turn (all of them, even
 // after a failure). The error is for problems that stop every run (no
-// kernel, bad options); each notebook's outcome is in its Result.
-func Run(ctx context.Context, notebooks []string, opts Options) ([]Result, error) {
+// kernel, bad options); each notebook's outcome is in its report.Result.
+func Run(ctx context.Context, notebooks []string, opts Options) ([]report.Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -255,13 +241,13 @@ func Run(ctx context.Context, notebooks []string, opts Options) ([]Result, error
 	}
 	seen := map[string]string{}
 	for _, nb := range notebooks {
-		name := notebookName(nb)
+		name := notebook.Name(nb)
 		if prev, dup := seen[name]; dup {
 			return nil, fmt.Errorf("notebooks %s and %s would both write %s.html in %s; run them separately with different --out", prev, nb, name, opts.OutDir)
 		}
 		seen[name] = nb
 	}
-	var results []Result
+	var results []report.Result
 	for _, nb := range notebooks {
 		results = append(results, RunNotebook(ctx, nb, opts))
 		if opts.AfterEach != nil {
@@ -269,10 +255,6 @@ func Run(ctx context.Context, notebooks []string, opts Options) ([]Result, error
 		}
 	}
 	return results, nil
-}
-
-func notebookName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), ".ipynb")
 }
 
 // driverStatus is execute.py's last stdout line.
@@ -284,10 +266,10 @@ type driverStatus struct {
 
 // RunNotebook executes one notebook and writes its executed copy and HTML
 // report into opts.OutDir. It does not check the kernel (see CheckKernel).
-func RunNotebook(ctx context.Context, path string, opts Options) Result {
+func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 	start := time.Now()
-	res := Result{Notebook: path, Name: notebookName(path)}
-	finish := func(err error) Result {
+	res := report.Result{Notebook: path, Name: notebook.Name(path)}
+	finish := func(err error) report.Result {
 		res.Err = err
 		res.Duration = time.Since(start)
 		return res
@@ -302,7 +284,7 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 	if err != nil {
 		return finish(err)
 	}
-	input, err := ReadNotebook(src)
+	input, err := notebook.ReadNotebook(src)
 	if err != nil {
 		return finish(err)
 	}
@@ -338,7 +320,7 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 	if line := lastLine(stdout.Bytes()); len(line) > 0 {
 		_ = json.Unmarshal(line, &st)
 	}
-	out, readErr := ReadNotebook(executed)
+	out, readErr := notebook.ReadNotebook(executed)
 	if readErr == nil {
 		res.Executed = executed
 	}
@@ -346,18 +328,17 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 	switch {
 	case st.Status == "ok":
 		// A cell tagged raises-exception may have failed; that is fine.
-	case st.Status == "cell_error" && readErr == nil && FirstError(out) != nil:
-		failure = FirstError(out)
+	case st.Status == "cell_error" && readErr == nil && notebook.FirstError(out) != nil:
+		failure = notebook.FirstError(out)
 	case st.Status == "cell_error" || st.Status == "timeout" || st.Status == "dead_kernel":
 		nb := out
 		if nb == nil {
 			nb = input
 		}
-		ce := &CellError{Index: st.Cell, EValue: st.Message}
+		ce := &notebook.CellError{Index: st.Cell, EValue: st.Message}
 		if st.Cell >= 1 && st.Cell <= len(nb.Cells) {
 			c := &nb.Cells[st.Cell-1]
-			ce = cellError(c, st.Cell-1)
-			ce.Details = failureDetails(c)
+			ce = notebook.CellFailure(c, st.Cell-1)
 		}
 		switch st.Status {
 		case "timeout":
@@ -368,15 +349,15 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 			ce.EValue = "the kernel process exited while running this cell; GoNB's log is gonb.log in the kernelspec directory (`jupyter kernelspec list`)"
 		default:
 			ce.Kind = "error"
-			ce.EValue = StripANSI(st.Message)
+			ce.EValue = notebook.StripANSI(st.Message)
 		}
 		failure = ce
 	case st.Status == "error":
-		failure = fmt.Errorf("could not run the notebook with kernel %q: %s", opts.Kernel, strings.TrimSpace(StripANSI(st.Message)))
+		failure = fmt.Errorf("could not run the notebook with kernel %q: %s", opts.Kernel, strings.TrimSpace(notebook.StripANSI(st.Message)))
 	case ctx.Err() != nil:
 		failure = fmt.Errorf("interrupted: %w", ctx.Err())
 	default:
-		failure = fmt.Errorf("the notebook runner (%s) failed: %v\n%s", opts.Python, runErr, lastLines(stderr.String(), 15))
+		failure = fmt.Errorf("the notebook runner (%s) failed: %v\n%s", opts.Python, runErr, notebook.LastLines(stderr.String(), 15))
 	}
 
 	// The report shows the executed notebook, or the input when execution
@@ -385,7 +366,7 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 	if shown == nil {
 		shown = input
 	}
-	info := ReportInfo{
+	info := report.Info{
 		Name:      filepath.Base(path),
 		Err:       failure,
 		Duration:  time.Since(start),
@@ -394,15 +375,15 @@ func RunNotebook(ctx context.Context, path string, opts Options) Result {
 		Generated: time.Now(),
 		BaseDir:   filepath.Dir(src),
 	}
-	var ce *CellError
+	var ce *notebook.CellError
 	if errors.As(failure, &ce) {
 		info.FailedCell = ce.Index
 	}
-	report := filepath.Join(opts.OutDir, res.Name+".html")
-	if err := WriteReport(report, shown, info); err != nil {
+	reportPath := filepath.Join(opts.OutDir, res.Name+".html")
+	if err := report.Write(reportPath, shown, info); err != nil {
 		failure = errors.Join(failure, fmt.Errorf("HTML report: %w", err))
 	} else {
-		res.Report = report
+		res.Report = reportPath
 	}
 	return finish(failure)
 }
@@ -458,14 +439,6 @@ func writeDriver() (path string, cleanup func(), err error) {
 func lastLine(b []byte) []byte {
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	return bytes.TrimSpace(lines[len(lines)-1])
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // prefixWriter writes each complete line with a prefix.

@@ -1,4 +1,4 @@
-package labs
+package notebook
 
 import (
 	"fmt"
@@ -148,10 +148,19 @@ func cleanGoNB(s string) string {
 
 // cellError fills the identity of cell i of nb.
 func cellError(c *Cell, i int) *CellError {
-	e := &CellError{Index: i + 1, ID: c.ID, FirstLine: firstLine(string(c.Source))}
+	e := &CellError{Index: i + 1, ID: c.ID, FirstLine: FirstLine(string(c.Source))}
 	if c.Execution != nil {
 		e.Execution = *c.Execution
 	}
+	return e
+}
+
+// CellFailure is the error of cell i of nb, which failed without leaving
+// an error output (a timeout, a dead kernel): the cell's identity and, as
+// its details, its stderr and any GoNB error report.
+func CellFailure(c *Cell, i int) *CellError {
+	e := cellError(c, i)
+	e.Details = failureDetails(c)
 	return e
 }
 
@@ -223,15 +232,29 @@ func collapseCR(s string) string {
 func gonbErrorText(h string) string {
 	h = styleScriptRE.ReplaceAllString(h, "")
 	h = gonbContextRE.ReplaceAllString(h, "</div>")
-	return htmlToText(h)
+	return HTMLToText(h)
 }
 
-// htmlToText strips tags from an HTML fragment, keeping line breaks.
-func htmlToText(h string) string {
+// HTMLToText strips tags from an HTML fragment, keeping line breaks.
+func HTMLToText(h string) string {
 	h = blockBreakRE.ReplaceAllString(h, "\n")
 	h = tagRE.ReplaceAllString(h, "")
 	h = html.UnescapeString(h)
 	h = trailingSpaceR.ReplaceAllString(h, "\n")
 	h = blankRunRE.ReplaceAllString(h, "\n")
 	return strings.TrimSpace(h)
+}
+
+// PlainText is an output's text as a terminal shows it: ANSI escapes
+// removed and each carriage-return-overwritten line at its last state.
+func PlainText(s string) string { return collapseCR(StripANSI(s)) }
+
+// LastLines returns the last n lines of s (a process's output, for an
+// error message).
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,4 +1,4 @@
-package labs
+package notebook
 
 import (
 	"path/filepath"

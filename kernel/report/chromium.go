@@ -1,4 +1,4 @@
-package labs
+package report
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/kernel/notebook"
 )
 
 // Chromium is the browser CheckSVGVisible drives headless.
@@ -486,7 +488,7 @@ func runChromium(ctx context.Context, profile string, args ...string) ([]byte, e
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s %s: %v\n%s", Chromium, strings.Join(args, " "), err, lastLines(stderr.String(), 10))
+		return nil, fmt.Errorf("%s %s: %v\n%s", Chromium, strings.Join(args, " "), err, notebook.LastLines(stderr.String(), 10))
 	}
 	return stdout.Bytes(), nil
 }
