@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -33,15 +34,17 @@ const optimizerScope = "/gomase_optimizer"
 // trainer reads only when it logs; each step returns its loss and gradient
 // norm as device scalars.
 type graphStep struct {
-	mg     *ir.MaseGraph
-	cfg    Config
-	inputs []string
-	exec   *model.Exec
-	steps  int // optimizer steps taken (AdamW's t)
+	mg       *ir.MaseGraph
+	cfg      Config
+	inputs   []string
+	exec     *model.Exec
+	compiled *compileTracker
+	mu       sync.Mutex
+	steps    int // optimizer steps taken (AdamW's t); guarded by mu
 }
 
-func newGraphStep(be compute.Backend, mg *ir.MaseGraph, cfg Config, inputs []string) (*graphStep, error) {
-	s := &graphStep{mg: mg, cfg: cfg, inputs: inputs}
+func newGraphStep(be compute.Backend, mg *ir.MaseGraph, cfg Config, inputs []string, compiled *compileTracker) (*graphStep, error) {
+	s := &graphStep{mg: mg, cfg: cfg, inputs: inputs, compiled: compiled}
 	var err error
 	if s.exec, err = model.NewExec(be, mg.Model.Store, s.graph); err != nil {
 		return nil, err
@@ -137,6 +140,43 @@ func (s *graphStep) graph(scope *model.Scope, ins []*graph.Node) []*graph.Node {
 	lossSum := stateVar(store, "loss_sum", nil, scalar)
 	lossSum.SetNodeValue(graph.Add(lossSum.NodeValue(g), graph.ConvertDType(loss, dtypes.Float32)))
 	return []*graph.Node{loss, norm}
+}
+
+// run implements stepper: the loss and the gradient norm stay on the
+// device until read.
+func (s *graphStep) run(b Batch, lr float64) (stepValues, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	args, err := batchArgs(b, s.inputs)
+	if err != nil {
+		return stepValues{}, fmt.Errorf("train: %w", err)
+	}
+	hyper := s.hyper(lr)
+	defer hyper.FinalizeAll()
+	defer execute.FreeUploads(args...)()
+	args = append(args, hyper)
+	if err := s.compiled.prepare(s.exec, args); err != nil {
+		return stepValues{}, fmt.Errorf("train step: %w", err)
+	}
+	outs, err := s.exec.Call(args...)
+	if err != nil {
+		return stepValues{}, fmt.Errorf("train step: %w", err)
+	}
+	execute.Finalize(outs[2:]...)
+	s.steps++
+	return stepValues{lossT: outs[0], normT: outs[1]}, nil
+}
+
+// startWindow implements stepper: the device-side loss sum restarts.
+func (s *graphStep) startWindow() error { return resetLossSum(s.mg.Model.Store) }
+
+// windowLoss implements stepper: a device read of the loss sum.
+func (s *graphStep) windowLoss() (float64, error) { return readScalar(s.mg.Model.Store, "loss_sum") }
+
+// close implements stepper: the executable and the optimizer state go.
+func (s *graphStep) close() {
+	s.exec.Finalize()
+	_ = s.mg.Model.Store.DeleteVariablesInScope(optimizerScope)
 }
 
 // hyper returns the step's hyperparameter input for learning rate lr and

@@ -180,6 +180,7 @@ func TestTrainingLoopReleasesBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs := map[string][]LogEntry{}
 	for _, kind := range []string{FusedTrainer, GraphTrainer} {
 		t.Run(kind, func(t *testing.T) {
 			mg := tinyBert(t)
@@ -219,6 +220,7 @@ func TestTrainingLoopReleasesBuffers(t *testing.T) {
 			if h.Compiles != 1 {
 				t.Errorf("%d training compiles for one batch shape, want 1", h.Compiles)
 			}
+			logs[kind] = h.Log
 			if _, err := tr.Evaluate(seqOf(batches[:3])); err != nil {
 				t.Fatal(err)
 			}
@@ -228,6 +230,14 @@ func TestTrainingLoopReleasesBuffers(t *testing.T) {
 				t.Errorf("Close freed no buffer (%d live before, %d after): the optimizer state stays", before, after)
 			}
 		})
+	}
+	// The logged window means agree: the fused step sums its losses on the
+	// host, the graph step on the device.
+	fused, graph := logs[FusedTrainer], logs[GraphTrainer]
+	for i := range min(len(fused), len(graph)) {
+		if d := math.Abs(fused[i].Loss - graph[i].Loss); d > 1e-3*math.Abs(fused[i].Loss) || fused[i].Step != graph[i].Step {
+			t.Errorf("log %d: fused step %d loss %v, graph step %d loss %v", i, fused[i].Step, fused[i].Loss, graph[i].Step, graph[i].Loss)
+		}
 	}
 }
 
