@@ -3,7 +3,9 @@ package layering
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,6 +102,37 @@ func TestPlantedUpwardImports(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("planted %s not reported; got:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// maxFileLines bounds a source file outside tests and generated code: a
+// longer file holds more than one thing, and splits by what it holds.
+const maxFileLines = 800
+
+func TestNoLongFiles(t *testing.T) {
+	testinputs.GoSources(t, "../..")
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 100 {
+		t.Fatalf("git ls-files found %d Go files; the module has more", len(files))
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data[:min(len(data), 400)], []byte("Code generated")) {
+			continue
+		}
+		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s: %d lines (at most %d outside tests and generated code): split it by what it holds", f, n, maxFileLines)
 		}
 	}
 }

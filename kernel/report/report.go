@@ -19,14 +19,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/kernel/notebook"
-	"github.com/gomase/gomase/mase/lab/labsetup/scale"
-	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
+
+	"github.com/gomase/gomase/kernel/notebook"
+	"github.com/gomase/gomase/mase/lab/labsetup/scale"
+	"github.com/gomase/gomase/mase/ui/widget"
 )
 
 // Info is what a report says about the run besides the notebook.

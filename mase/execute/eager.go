@@ -2,26 +2,10 @@ package execute
 
 import (
 	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/ops"
-)
-
-// Runner runs a MaseGraph on inputs by name; Compiled, Eager and
-// Segmented are Runners. The tensors Run returns are the caller's (free
-// them with FinalizeAll when done); Close frees the runner's executables.
-type Runner interface {
-	Run(inputs map[string]*tensors.Tensor) ([]*tensors.Tensor, error)
-	InputNames() []string
-	Close()
-}
-
-var (
-	_ Runner = (*Compiled)(nil)
-	_ Runner = (*Eager)(nil)
-	_ Runner = (*Segmented)(nil)
 )
 
 // Eager runs a MaseGraph node by node, the analog of PyTorch's eager mode:
@@ -39,7 +23,7 @@ var (
 //     permute, transpose, unsqueeze, flatten, contiguous and size, and the
 //     functions getitem (a tuple's element, or a tensor indexed by ints
 //     and slices: a view in PyTorch), flatten, unsqueeze and transpose:
-//     the entries ops' table marks ops.ClassView (see ViewLike). A view-like node whose inputs are all placeholders
+//     the entries ops' table marks ops.ClassView (see ops.IsView). A view-like node whose inputs are all placeholders
 //     or whose latest input comes from a host node stays its own stage, so
 //     host kernels always get plain tensors; views of views fold in turn.
 //     A reshape that PyTorch would have to copy (after a permute) folds
@@ -76,18 +60,6 @@ var (
 // counts what a Run executed.
 type Eager struct{ *staged }
 
-// ViewLike reports whether Eager folds a node of kind op calling target
-// into the stage of its producer: a call_method or call_function whose
-// table entry is a view (ops.ClassView: no kernel in PyTorch). The
-// targets are listed on Eager.
-func ViewLike(op ir.OpKind, target string) bool {
-	if op != ir.CallMethod && op != ir.CallFunction {
-		return false
-	}
-	e, ok := ops.Lookup(op, target)
-	return ok && e.Class == ops.ClassView
-}
-
 // NewEager prepares mg for eager execution with its model's parameters
 // on the default backend.
 func NewEager(mg *ir.MaseGraph, mode Mode) (*Eager, error) {
@@ -117,7 +89,7 @@ func foldViews(nodes []*ir.Node) [][]*ir.Node {
 	groupOf := map[*ir.Node]int{}
 	var host []bool
 	for _, n := range nodes {
-		if ViewLike(n.Op, n.Target) {
+		if ops.IsView(n.Op, n.Target) {
 			g := -1
 			for _, x := range n.Inputs() {
 				if i, ok := groupOf[x]; ok && i > g {
@@ -135,80 +107,4 @@ func foldViews(nodes []*ir.Node) [][]*ir.Node {
 		host = append(host, isHostNode(n))
 	}
 	return groups
-}
-
-// Segmented is compiled mode for a graph with graph breaks: every run of
-// consecutive nodes between host nodes (see ops.HostKernel) is one GoMLX
-// executable, JIT-compiled once per input shapes like Compiled, and each
-// host node runs as Go code on the tensors materialised at its boundary.
-// Without host nodes it is one segment, the whole graph.
-type Segmented struct{ *staged }
-
-// NewSegmented prepares mg for segmented compiled execution with its
-// model's parameters on the default backend.
-func NewSegmented(mg *ir.MaseGraph, mode Mode) (*Segmented, error) {
-	be, err := backend.Default()
-	if err != nil {
-		return nil, err
-	}
-	return NewSegmentedOn(be, mg, mode)
-}
-
-// NewSegmentedOn is NewSegmented on a given backend.
-func NewSegmentedOn(be compute.Backend, mg *ir.MaseGraph, mode Mode) (*Segmented, error) {
-	s, err := newStaged(be, mg, mode, func(nodes []*ir.Node) [][]*ir.Node {
-		var groups [][]*ir.Node
-		var run []*ir.Node
-		for _, n := range nodes {
-			if !isHostNode(n) {
-				run = append(run, n)
-				continue
-			}
-			if len(run) > 0 {
-				groups = append(groups, run)
-				run = nil
-			}
-			groups = append(groups, []*ir.Node{n})
-		}
-		if len(run) > 0 {
-			groups = append(groups, run)
-		}
-		return groups
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Segmented{s}, nil
-}
-
-// Segments returns the number of compiled segments and of host nodes.
-func (s *Segmented) Segments() (compiled, host int) {
-	for _, st := range s.stages {
-		if st.host != nil {
-			host++
-		} else {
-			compiled++
-		}
-	}
-	return compiled, host
-}
-
-// HasGraphBreaks reports whether g holds host nodes, which compiled mode
-// must run between compiled segments.
-func HasGraphBreaks(g *ir.Graph) bool {
-	for _, n := range g.Nodes() {
-		if isHostNode(n) {
-			return true
-		}
-	}
-	return false
-}
-
-// CompileRunner is compiled mode for any graph on the given backend: one
-// computation (Compiled) when mg has no host nodes, Segmented otherwise.
-func CompileRunner(be compute.Backend, mg *ir.MaseGraph, mode Mode) (Runner, error) {
-	if HasGraphBreaks(mg.Graph) {
-		return NewSegmentedOn(be, mg, mode)
-	}
-	return CompileOn(be, mg, mode, false)
 }

@@ -62,7 +62,7 @@ type Op struct {
 	// kernel in PyTorch) and no-ops (Identity; dropout in eval mode,
 	// ClassEvalNoOp): they cost nothing, and eager mode folds the views
 	// of functions and methods into their producer's stage
-	// (execute.ViewLike). The zero value is ClassCompute.
+	// (IsView). The zero value is ClassCompute.
 	Class Class
 	// Cost computes a node's FLOPs and bytes from its common metadata
 	// (see Cost and NodeCostOf). Every built-in entry has one; without
@@ -159,6 +159,18 @@ func Lookup(kind ir.OpKind, target string) (Op, bool) {
 	defer mu.RUnlock()
 	op, ok := table[key{kind, target}]
 	return op, ok
+}
+
+// IsView reports whether a call_method or call_function node of target is
+// a view in PyTorch (its entry's Class is ClassView): no kernel runs for
+// it, and eager mode folds it into the stage of its producer. Modules are
+// never views here (they run their own Forward).
+func IsView(kind ir.OpKind, target string) bool {
+	if kind != ir.CallMethod && kind != ir.CallFunction {
+		return false
+	}
+	op, ok := Lookup(kind, target)
+	return ok && op.Class == ClassView
 }
 
 // Names lists the targets of one kind, sorted; with host set, only the
