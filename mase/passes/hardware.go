@@ -104,31 +104,6 @@ func ParseHardwareArgs(m map[string]any) (HardwareArgs, error) {
 	return a, err
 }
 
-// hwComponent is one component of the rtl/ library.
-type hwComponent struct {
-	module string
-	// files are the rtl/*.sv files the module needs, dependencies first.
-	files []string
-}
-
-// hardwareComponents maps a mase_op to its rtl/ component (MASE's
-// INTERNAL_COMP, with our library's files).
-var hardwareComponents = map[string]hwComponent{
-	"linear":     {"fixed_linear", []string{"fixed_cast.sv", "fixed_dot_product.sv", "skid_buffer.sv", "fixed_param_source.sv", "fixed_linear.sv"}},
-	"relu":       {"fixed_relu", []string{"fixed_cast.sv", "fixed_relu.sv"}},
-	"leaky_relu": {"fixed_leaky_relu", []string{"fixed_cast.sv", "fixed_leaky_relu.sv"}},
-}
-
-// HardwareOps lists the mase_op values the hardware library supports.
-func HardwareOps() []string {
-	out := make([]string, 0, len(hardwareComponents))
-	for k := range hardwareComponents {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // AddHardwareMetadata is MASE's add_hardware_metadata_analysis_pass. It
 // needs the common metadata with fixed-point precisions (InitMetadata,
 // AddCommonMetadata, then QuantizeTransform with an integer/fixed config)
@@ -267,14 +242,14 @@ func isTensorArg(a *ir.ArgInfo) bool { return a != nil && (a.DType != "" || a.Is
 // fillHardware fills one hardware node's metadata.
 func fillHardware(mg *ir.MaseGraph, n *ir.Node, hw *ir.Hardware, maxPar []int) error {
 	op := n.Meta.Common.MaseOp
-	comp, ok := hardwareComponents[op]
+	comp, ok := ops.Hardware(op)
 	if !ok {
-		return fmt.Errorf("node %s: op %q (%s) has no hardware component (supported: %s)", n.Name, op, n.Meta.Common.MaseType, strings.Join(HardwareOps(), ", "))
+		return fmt.Errorf("node %s: op %q (%s) has no hardware component (supported: %s)", n.Name, op, n.Meta.Common.MaseType, strings.Join(ops.HardwareOps(), ", "))
 	}
 	if op == "linear" && n.Op != ir.CallModule {
 		return fmt.Errorf("node %s: op linear as a %s: fixed_linear takes an nn.Linear module (weight and bias as parameters)", n.Name, n.Op)
 	}
-	hw.Toolchain, hw.Module, hw.DependenceFiles = "INTERNAL_RTL", comp.module, slices.Clone(comp.files)
+	hw.Toolchain, hw.Module, hw.DependenceFiles = "INTERNAL_RTL", comp.Module, comp.Files
 	hw.Interface = map[string]map[string]any{}
 	hw.VerilogParam = map[string]any{}
 	hw.Parallelism = map[string][]int{}
@@ -325,7 +300,7 @@ func fillHardware(mg *ir.MaseGraph, n *ir.Node, hw *ir.Hardware, maxPar []int) e
 				slope = &v
 				continue
 			}
-			return fmt.Errorf("node %s (op %s): argument %s = %v is a float, which no verilog parameter of %s takes", n.Name, op, name, v, comp.module)
+			return fmt.Errorf("node %s (op %s): argument %s = %v is a float, which no verilog parameter of %s takes", n.Name, op, name, v, comp.Module)
 		default:
 			return fmt.Errorf("node %s (op %s): argument %s = %v (%s) has no verilog parameter", n.Name, op, name, a.Value, a.Type)
 		}

@@ -28,20 +28,13 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/rtl"
 )
 
 // DesignFile is the name of the design description written beside top.sv.
 const DesignFile = "design.json"
-
-// Ops maps the mase_op values the emitter supports to their library
-// component (MASE's INTERNAL_COMP, plus leaky_relu).
-var Ops = map[string]string{
-	"linear":     "fixed_linear",
-	"relu":       "fixed_relu",
-	"leaky_relu": "fixed_leaky_relu",
-}
 
 // Options tune the emitter.
 type Options struct {
@@ -408,11 +401,13 @@ func toInt(v any) (int64, error) {
 func newHWNode(mg *ir.MaseGraph, n *ir.Node) (*hwNode, error) {
 	op := n.Meta.Common.MaseOp
 	module := n.Meta.Hardware.Module
-	want, ok := Ops[op]
+	comp, ok := ops.Hardware(op)
+	want := comp.Module
 	if !ok || (module != "" && module != want) {
-		allowed := make([]string, 0, len(Ops))
-		for k, v := range Ops {
-			allowed = append(allowed, k+" ("+v+")")
+		var allowed []string
+		for _, k := range ops.HardwareOps() {
+			c, _ := ops.Hardware(k)
+			allowed = append(allowed, k+" ("+c.Module+")")
 		}
 		sort.Strings(allowed)
 		if module == "" {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/ui/widget"
 	"github.com/gomase/gomase/rtl"
 	"github.com/gomase/gomase/rtl/emit"
@@ -43,10 +43,11 @@ const activationTestbench = "tb_fixed_activation"
 
 // Registration reads, from the tables this program runs with, where the
 // component of a mase_op (an activation: relu, leaky_relu) is registered —
-// one row per step of adding a component — and says "missing" where it is
-// not.
+// one row per place a new component is listed — and says "missing" where
+// it is not.
 func Registration(op string) string {
-	module := emit.Ops[op]
+	comp, _ := ops.Hardware(op)
+	module := comp.Module
 	missing := "**missing**"
 	var b strings.Builder
 	fmt.Fprintf(&b, "| step | where | `%s` |\n|---|---|---|\n", op)
@@ -76,15 +77,10 @@ func Registration(op string) string {
 	}
 	row("3. test the RTL against the model", "`rtl.Testbenches`", cmp.Or(strings.Join(tbs, ", "), missing))
 	hw := missing
-	if slices.Contains(passes.HardwareOps(), op) {
-		hw = "listed: the pass sets `module`, `dependence_files` and the verilog parameters"
-	}
-	row("4. map the op to the module", "the hardware metadata pass (`passes.HardwareOps()`)", hw)
-	em := missing
 	if module != "" {
-		em = fmt.Sprintf("`%s` → `%s`", op, module)
+		hw = fmt.Sprintf("`%s` → `%s` (%d files)", op, module, len(comp.Files))
 	}
-	row("5. let the emitter instantiate it", "`emit.Ops`", em)
+	row("4. map the op to the module", "the op table's hardware column (`ops.Hardware`), which the hardware metadata pass and the emitter both read", hw)
 	return b.String()
 }
 

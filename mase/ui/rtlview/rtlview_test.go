@@ -79,7 +79,8 @@ func TestTables(t *testing.T) {
 		t.Errorf("VerilogParams(leaky_relu):\n%s", ps)
 	}
 	reg := Registration("leaky_relu")
-	if strings.Contains(reg, "missing") || !strings.Contains(reg, "[-4, 2.5] → [-0.25, 2.5]") || !strings.Contains(reg, "`tb_fixed_leaky_relu`, `tb_fixed_activation`") {
+	if strings.Contains(reg, "missing") || !strings.Contains(reg, "[-4, 2.5] → [-0.25, 2.5]") || !strings.Contains(reg, "`tb_fixed_leaky_relu`, `tb_fixed_activation`") ||
+		!strings.Contains(reg, "`leaky_relu` → `fixed_leaky_relu` (2 files)") {
 		t.Errorf("Registration(leaky_relu):\n%s", reg)
 	}
 	if reg := Registration("gelu"); strings.Count(reg, "**missing**") < 5 {
