@@ -7,7 +7,11 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/trace"
 )
 
 // RandomLinearBiases gives every nn.Linear of m biases drawn from
@@ -30,5 +34,43 @@ func RandomLinearBiases(t testing.TB, m *nn.Model, rng *rand.Rand) {
 		if err := m.Store.GetVariable(nn.StorePath(name)).SetValue(tensors.FromFlatDataAndDimensions(vals, shape...)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// BertTiny returns bert-tiny (seed 1) traced on input_ids only, as MASE
+// traces it, and a batch × seq batch of its input ids.
+func BertTiny(tb testing.TB, batch, seq int) (*ir.MaseGraph, map[string]*tensors.Tensor) {
+	tb.Helper()
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := trace.Trace(m, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids := make([]int32, batch*seq)
+	for i := range ids {
+		ids[i] = int32(1000 + i%20000)
+	}
+	return &ir.MaseGraph{Model: m, Graph: g}, map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, batch, seq)}
+}
+
+// BenchRuns times r.Run(in) after one untimed call (the compile), freeing
+// every output, and closes r at the end.
+func BenchRuns(b *testing.B, r execute.Runner, in map[string]*tensors.Tensor) {
+	b.Helper()
+	defer r.Close()
+	run := func() {
+		outs, err := r.Run(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		execute.Finalize(outs...)
+	}
+	run()
+	b.ResetTimer()
+	for b.Loop() {
+		run()
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
@@ -15,32 +16,12 @@ import (
 // a batch of 8 sequences of 128 tokens (the steady state: compilation
 // happens before the timer starts).
 func BenchmarkBertTinyForward(b *testing.B) {
-	m, err := models.NewBertTiny(1)
+	mg, in := modeltest.BertTiny(b, 8, 128)
+	c, err := execute.Compile(mg, execute.Mode{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := trace.Trace(m, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := execute.Compile(&ir.MaseGraph{Model: m, Graph: g}, execute.Mode{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ids := make([]int32, 8*128)
-	for i := range ids {
-		ids[i] = int32(1000 + i%20000)
-	}
-	in := map[string]*tensors.Tensor{"input_ids": tensors.FromFlatDataAndDimensions(ids, 8, 128)}
-	if _, err := c.Run(in); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := c.Run(in); err != nil {
-			b.Fatal(err)
-		}
-	}
+	modeltest.BenchRuns(b, c, in)
 }
 
 // BenchmarkTraceBertTiny times tracing bert-tiny into a MaseGraph.
