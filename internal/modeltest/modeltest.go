@@ -5,8 +5,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
@@ -73,4 +76,20 @@ func BenchRuns(b *testing.B, r execute.Runner, in map[string]*tensors.Tensor) {
 	for b.Loop() {
 		run()
 	}
+}
+
+// RunOnce executes a graph built by fn on m's store, on the default
+// backend, and returns its float32 values (an error is the graph's).
+func RunOnce(tb testing.TB, m *nn.Model, fn func(g *graph.Graph) *graph.Node) ([]float32, error) {
+	tb.Helper()
+	be, err := backend.Default()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := model.CallOnce(be, m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
+	if err != nil {
+		return nil, err
+	}
+	defer execute.Finalize(out)
+	return tensors.MustCopyFlatData[float32](out), nil
 }

@@ -5,27 +5,10 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
 
-	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/mase/nn"
 )
-
-// runOnce executes a graph built by fn on m's store and returns its
-// float32 values.
-func runOnce(t *testing.T, m *nn.Model, fn func(g *graph.Graph) *graph.Node) ([]float32, error) {
-	t.Helper()
-	be, err := backend.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := model.CallOnce(be, m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
-	if err != nil {
-		return nil, err
-	}
-	return tensors.MustCopyFlatData[float32](out), nil
-}
 
 // TestCallParams checks a call whose parameters are given reads them, and
 // only them, and refuses what would touch the store.
@@ -38,7 +21,7 @@ func TestCallParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errs []error
-	got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+	got, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 		w := graph.Const(g, [][]float32{{1, 0}, {0, 1}})
 		b := graph.Const(g, []float32{10, 20})
 		c := &nn.Call{Graph: g, Scope: m.Scope("lin"), Path: "lin", Model: m, Params: map[string]*graph.Node{"weight": w, "bias": b}}

@@ -10,8 +10,8 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
@@ -52,17 +52,6 @@ func mustBackendCompute(t *testing.T) compute.Backend {
 		t.Fatal(err)
 	}
 	return be
-}
-
-// runOnce executes a graph built by fn on m's store and returns its
-// float32 values.
-func runOnce(t *testing.T, m *nn.Model, fn func(g *graph.Graph) *graph.Node) ([]float32, error) {
-	t.Helper()
-	out, err := model.CallOnce(mustBackendCompute(t), m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
-	if err != nil {
-		return nil, err
-	}
-	return tensors.MustCopyFlatData[float32](out), nil
 }
 
 func setParam(t *testing.T, m *nn.Model, name string, vals []float32, dims ...int) {
@@ -162,7 +151,7 @@ func TestMaskParametrizationLoRA(t *testing.T) {
 		t.Errorf("effective LoRA base weight = %v", got)
 	}
 	// Gradient of sum(mask⊙W) w.r.t. W is the mask.
-	grad, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+	grad, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 		c := &nn.Call{Graph: g, Scope: m.Scope("layer"), Path: "layer", Model: m}
 		w, err := c.Param("linear.weight")
 		if err != nil {
@@ -333,7 +322,7 @@ func TestSparsifyInputL1(t *testing.T) {
 		vals[i] = float32(rng.NormFloat64())
 	}
 	for _, q := range []float64{0, 0.1, 0.3, 0.5, 0.77, 1} {
-		got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+		got, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 			return prune.QuantileGraph(graph.Const(g, tensors.FromFlatDataAndDimensions(vals, 10, 100)), q)
 		})
 		if err != nil {
@@ -395,7 +384,7 @@ func TestSparsifyInputRandom(t *testing.T) {
 		t.Errorf("two arguments: %v", err)
 	}
 	h.Method = "l1"
-	if _, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+	if _, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 		_, _, err := h.Apply(&nn.Call{Graph: g}, []any{graph.Const(g, []float32{1})}, nil)
 		if err == nil || !strings.Contains(err.Error(), `unknown method "l1" (allowed: random, l1-norm)`) {
 			t.Errorf("method l1: %v", err)
@@ -431,7 +420,7 @@ func TestOrderStatistic(t *testing.T) {
 		slices.Sort(sorted)
 		ranks := []int{0, len(vals) / 3, len(vals) / 2, len(vals) - 1}
 		for _, r := range ranks {
-			got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+			got, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 				return prune.OrderStatistic(graph.Const(g, vals), r)
 			})
 			if err != nil {
@@ -442,7 +431,7 @@ func TestOrderStatistic(t *testing.T) {
 			}
 		}
 		for _, q := range []float64{0, 0.25, 0.5, 0.9, 1} {
-			got, err := runOnce(t, m, func(g *graph.Graph) *graph.Node {
+			got, err := modeltest.RunOnce(t, m, func(g *graph.Graph) *graph.Node {
 				return prune.QuantileGraph(graph.Const(g, vals), q)
 			})
 			if err != nil {
