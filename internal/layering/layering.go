@@ -44,21 +44,19 @@ var folders = map[string]string{
 func Layer(p string) string {
 	best, layer := "", Other
 	for dir, l := range folders {
-		if (p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > len(best) {
+		if under(p, dir) && len(dir) > len(best) {
 			best, layer = dir, l
 		}
 	}
 	return layer
 }
 
-// underAny reports whether package p is one of dirs or under one.
+// under reports whether package p is dir or below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// underAny reports whether package p is one of dirs or below one.
 func underAny(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool { return under(p, d) })
 }
 
 // atomicFile is the one internal package that library code may import.
