@@ -156,11 +156,16 @@ step train_sst2 40 120 env GOMLX_BACKEND=xla:cuda ./mase train --dataset sst2 --
 step mxint8_graph 15 45 ./mase bench mxint8 --backend xla:cuda --values 67108864 --loop 20 --reps 7 --json
 step sdpa_f16 15 45 ./mase bench sdpa --backend xla:cuda --dtype float16 --loop 50 --reps 11 --json
 step sdpa_f16_mask 15 45 ./mase bench sdpa --backend xla:cuda --dtype float16 --mask --loop 50 --reps 11 --json
+# The same attentions with XLA's autotuning named at level 4, whatever XLA_FLAGS the machine sets (the steps
+# above autotune too unless it turns autotuning off; docs/GPU.md).
+step sdpa_f32_tuned 15 45 env XLA_FLAGS=--xla_gpu_autotune_level=4 ./mase bench sdpa --backend xla:cuda,notf32 --dtype float32 --mask --loop 50 --reps 11 --json
+step sdpa_f16_mask_tuned 15 45 env XLA_FLAGS=--xla_gpu_autotune_level=4 ./mase bench sdpa --backend xla:cuda --dtype float16 --mask --loop 50 --reps 11 --json
 step packed_kernel 20 60 ./mase bench compile --backend xla:cuda --mxint8 32 --json
 step packed_gomlx 20 60 env GOMASE_CUDA_KERNELS=off ./mase bench compile --backend xla:cuda --mxint8 32 --json
 step compile_b8x128 20 60 ./mase bench compile --backend xla:cuda --json
 # The profiler on XLA: the timeline of compiled bert-tiny and the optimised HLO of what XLA compiled.
 step profile_xla 15 45 ./mase profile --backend xla:cuda --mode compiled --runs 20 --xla-dump "$W/hlo" --top 5
+step profile_xla_eager 15 60 ./mase profile --backend xla:cuda --mode eager --runs 5 --top 5
 if [ -d data/imdb ]; then
 	step train_imdb 200 400 env GOMLX_BACKEND=xla:cuda ./mase train --dataset imdb --group-by-length --quiet --json
 	# Diagnostics (name them in STEPS): the same epoch without TF32 matmuls, and with the fused trainer.

@@ -185,7 +185,7 @@ func TestCheckRunsTheNamedSteps(t *testing.T) {
 			ran = append(ran, name[:strings.Index(name, ":")])
 		}
 	}
-	if got := strings.Join(ran, " "); got != "env cuda_device sdpa_f32 sdpa_f32_off" {
+	if got := strings.Join(ran, " "); got != "env cuda_device sdpa_f32 sdpa_f32_off sdpa_f32_tuned" {
 		t.Errorf("STEPS=cuda_device|sdpa_f32.* ran %q:\n%s", got, summary)
 	}
 	checkOutputs(t, out)

@@ -42,7 +42,7 @@ type KernelSet struct {
 	MXInt8 bool
 	// SDPA: the backend's fused attention (sdpa.FusedGraph) runs the
 	// flash-attention kernel where cuDNN's fused op does not apply
-	// (float32, or an additive mask).
+	// (float32, or half precision cuDNN refuses).
 	SDPA bool
 	// Reason says why a kernel is not in use (no driver, a failed probe).
 	Reason string
@@ -311,10 +311,11 @@ func (f *kernelFunction) QuantizedEmbeddingLookup(data, indices compute.Value, q
 }
 
 // FusedScaledDotProductAttention implements compute.FusedOps: cuDNN's fused
-// op (the backend's) for float16/bfloat16 without a mask, the
-// flash-attention kernel for float32 or float16 with an additive mask
-// (BHSD layout, as many key/value heads as query heads, head_dim ≤ 128, no
-// causal flag, bias or sequence lengths), the backend's op otherwise.
+// op (the backend's) for float16/bfloat16 when it takes the attention (see
+// halfPrecisionBackendOp), the flash-attention kernel for float32 or the
+// half-precision attentions it does not take (BHSD layout, as many
+// key/value heads as query heads, head_dim ≤ 128, no causal flag, bias or
+// sequence lengths), the backend's op otherwise.
 func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, layout compute.AttentionAxesLayout,
 	opts *compute.ScaledDotProductAttentionConfig) (compute.Value, []compute.Value, error) {
 	backendOp := func() (compute.Value, []compute.Value, error) {
@@ -330,9 +331,10 @@ func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, l
 	if call == nil {
 		return backendOp()
 	}
-	if call.Operands[0].DType != dtypes.Float32 && len(operands) == 3 {
-		// cuDNN takes half precision without a mask: prefer it.
-		if out, states, err := backendOp(); err == nil {
+	if call.Operands[0].DType != dtypes.Float32 {
+		// cuDNN takes half precision: prefer it (on an H200 it runs the
+		// masked float16 attention in half the kernel's time).
+		if out, states, err := f.halfPrecisionBackendOp(q, k, v, layout, opts, *call); err == nil {
 			return out, states, nil
 		}
 	}
@@ -341,6 +343,41 @@ func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, l
 		return nil, nil, err
 	}
 	return outs[0], nil, nil
+}
+
+// halfPrecisionBackendOp is the backend's fused op (cuDNN on CUDA) for a
+// half-precision attention the kernel would take (call): unmasked as it
+// is, masked with the additive mask as a bias of the scores' full shape
+// [B, H, SeqQ, SeqK] in q's dtype (cuDNN takes no mask operand, and a
+// bias only for seq_q = seq_k). An error means the backend does not take
+// it.
+func (f *kernelFunction) halfPrecisionBackendOp(q, k, v compute.Value, layout compute.AttentionAxesLayout,
+	opts *compute.ScaledDotProductAttentionConfig, call cuda.Call) (compute.Value, []compute.Value, error) {
+	if opts == nil || opts.Mask == nil {
+		return f.Function.FusedScaledDotProductAttention(q, k, v, layout, opts)
+	}
+	c, err := cuda.ParseSDPAConfig(call.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.SeqQ != c.SeqK {
+		return nil, nil, fmt.Errorf("a bias needs seq_q = seq_k (have %d, %d)", c.SeqQ, c.SeqK)
+	}
+	bias := opts.Mask
+	if ms, err := f.shapes(bias); err != nil {
+		return nil, nil, err
+	} else if ms[0].DType != c.DType {
+		if bias, err = f.Function.ConvertDType(bias, c.DType); err != nil {
+			return nil, nil, err
+		}
+	}
+	full := shapes.Make(c.DType, c.Batch, c.Heads, c.SeqQ, c.SeqK)
+	if bias, err = f.Function.BroadcastInDim(bias, full, []int{0, 1, 2, 3}); err != nil {
+		return nil, nil, err
+	}
+	withBias := *opts
+	withBias.Mask, withBias.Bias = nil, bias
+	return f.Function.FusedScaledDotProductAttention(q, k, v, layout, &withBias)
 }
 
 // sdpaCall returns the kernel's call and operands for an attention, or a

@@ -38,6 +38,10 @@ type CommonMetadataArgs struct {
 	DummyIn map[string]*tensors.Tensor
 	// AddValue records every argument's and result's value (tensors).
 	AddValue bool
+	// Backend runs the dummy input (nil: backend.Default()). DummyIn's
+	// tensors take a copy on it, so a caller that runs them on another
+	// backend afterwards names that backend here.
+	Backend compute.Backend
 }
 
 // AddCommonMetadata infers every node's operator (mase_type, mase_op) and
@@ -63,9 +67,12 @@ func AddCommonMetadata(mg *ir.MaseGraph, args CommonMetadataArgs) (*ir.MaseGraph
 		}
 		n.Meta.Common.MaseType, n.Meta.Common.MaseOp = typ, op
 	}
-	be, err := backend.Default()
-	if err != nil {
-		return nil, nil, err
+	be := args.Backend
+	if be == nil {
+		var err error
+		if be, err = backend.Default(); err != nil {
+			return nil, nil, err
+		}
 	}
 	vals, err := captureValues(be, mg, args.DummyIn)
 	if err != nil {

@@ -241,14 +241,14 @@ func clip(s string, n int) string {
 func (p *RunProfile) TimedFrom() time.Duration { return p.timedFrom }
 
 // Costs annotates mg with every node's cost (passes.InitMetadata, then
-// AddCommonMetadata on inputs, which runs the graph once to record the
-// shapes, then AddCostMetadata) and returns the lookup Profile takes and
-// the graph's cost summary.
-func Costs(mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) (func(*ir.Node) NodeCost, *passes.CostSummary, error) {
+// AddCommonMetadata on inputs, which runs the graph once on be to record
+// the shapes, then AddCostMetadata) and returns the lookup Profile takes
+// and the graph's cost summary.
+func Costs(be compute.Backend, mg *ir.MaseGraph, inputs map[string]*tensors.Tensor) (func(*ir.Node) NodeCost, *passes.CostSummary, error) {
 	if _, _, err := passes.InitMetadata(mg); err != nil {
 		return nil, nil, err
 	}
-	if _, _, err := passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: inputs}); err != nil {
+	if _, _, err := passes.AddCommonMetadata(mg, passes.CommonMetadataArgs{DummyIn: inputs, Backend: be}); err != nil {
 		return nil, nil, err
 	}
 	_, info, err := passes.AddCostMetadata(mg, passes.CostArgs{})
@@ -299,7 +299,7 @@ func ProfileMode(be compute.Backend, workload, mode string, m *nn.Model, traced 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cost, sum, err := Costs(mg, inputs)
+	cost, sum, err := Costs(be, mg, inputs)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("counting the costs: %w", err)
 	}

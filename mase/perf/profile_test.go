@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/models"
@@ -151,5 +152,31 @@ func TestProfileCountsTransfers(t *testing.T) {
 	}
 	if len(p.Stages) != 1 || p.Stages[0].Name != "compiled graph" || p.Stages[0].Calls != 4 {
 		t.Errorf("stages %+v: want only the executable call, 4 times", p.Stages)
+	}
+}
+
+// TestProfileModeOnItsOwnBackend: ProfileMode on a backend other than the
+// default (as `mase profile --backend` opens one) counts the costs on that
+// backend too, so the inputs never belong to two backends (GoMLX refuses a
+// tensor across backend instances; the first GPU run failed so).
+func TestProfileModeOnItsOwnBackend(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Finalize()
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bertTinyIDs(2, 16)
+	for _, mode := range []string{Compiled, Eager} {
+		p, _, _, err := ProfileMode(be, "bert-tiny b2×16", mode, m, []string{"input_ids"}, in, 1, nil)
+		if err != nil {
+			t.Fatalf("%s on a second Go backend: %v", mode, err)
+		}
+		if p.Flops == 0 {
+			t.Errorf("%s: no FLOPs counted", mode)
+		}
 	}
 }

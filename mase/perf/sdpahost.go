@@ -233,8 +233,8 @@ func SDPAGraphsMarkdown(be compute.Backend, dims [4]int, rs []*SDPAGraphReport) 
 		b.WriteString("\nThis backend has no fused attention op, so both graphs are the same decomposition and the speedup is 1× up " +
 			"to noise: the fused kernel above runs on it only between compiled segments (compiled mode's `sdpa_kernel` rewrite, Part 1).\n")
 	} else {
-		b.WriteString("\nThis backend has a fused attention op: where it takes the inputs (cuDNN: float16 or bfloat16, no materialised " +
-			"mask; gomase's flash-attention kernel: float32, and masks), the fused graph is one kernel instead of the three or four " +
+		b.WriteString("\nThis backend has a fused attention op: where it takes the inputs (cuDNN: float16 or bfloat16, a mask as a bias " +
+			"when queries and keys have the same length; gomase's flash-attention kernel: float32, and the rest), the fused graph is one kernel instead of the three or four " +
 			"of the naive one; elsewhere it falls back to the decomposition.\n")
 	}
 	if k := rs[len(rs)-1].Kernels; k != "" {
