@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // System attributes the GridSampler records on each of its trials.
@@ -57,9 +59,9 @@ func NewGridSampler(grid map[string][]any, seed int64) (*GridSampler, error) {
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("search: NewGridSampler: parameter %q has no values; give at least one", name)
 		}
-		enc := make([]wireChoice, len(vals))
+		enc := make([]studydata.WireChoice, len(vals))
 		for i, v := range vals {
-			wc, err := encodeChoice(v)
+			wc, err := studydata.EncodeChoice(v)
 			if err != nil {
 				return nil, fmt.Errorf("search: NewGridSampler: parameter %q, value %d: %w", name, i, err)
 			}
@@ -106,7 +108,7 @@ func (g *GridSampler) value(id int, name string) (any, bool) {
 // points sorts the grid points of the study's trials: visited (by a
 // finished trial) and taken (by a running or waiting one). A trial failed by
 // crash recovery does not count as a visit.
-func (g *GridSampler) points(ts []FrozenTrial) (visited, taken map[int]bool) {
+func (g *GridSampler) points(ts []studydata.FrozenTrial) (visited, taken map[int]bool) {
 	visited, taken = map[int]bool{}, map[int]bool{}
 	for i := range ts {
 		t := &ts[i]
@@ -118,9 +120,9 @@ func (g *GridSampler) points(ts []FrozenTrial) (visited, taken map[int]bool) {
 			continue
 		}
 		switch {
-		case t.State == Running || t.State == Waiting:
+		case t.State == studydata.Running || t.State == studydata.Waiting:
 			taken[id] = true
-		case t.recovered:
+		case t.Recovered:
 		default:
 			visited[id] = true
 		}
@@ -139,16 +141,16 @@ const listLimit = 1 << 20
 // startAttrs gives a new trial a point that no trial has visited or taken,
 // at random (uniformly among the free points). It runs under the storage's
 // lock, so two workers cannot take one point. When every point left is
-// taken by a running trial it returns errWait (that trial may fail and free
+// taken by a running trial it returns ErrWait (that trial may fail and free
 // it), and ErrStudyStopped when every point has been visited. A waiting
 // trial that has a point already (a retry) or fixed parameters
 // (EnqueueTrial) keeps them, as in Optuna.
-func (g *GridSampler) startAttrs(_ *Study, ts []FrozenTrial, waiting *FrozenTrial) (map[string]string, error) {
+func (g *GridSampler) startAttrs(_ *Study, ts []studydata.FrozenTrial, waiting *studydata.FrozenTrial) (map[string]string, error) {
 	if waiting != nil {
 		if _, ok := waiting.SystemAttrs[gridIDAttr]; ok {
 			return nil, nil
 		}
-		if _, ok := waiting.SystemAttrs[fixedParamsAttr]; ok {
+		if _, ok := waiting.SystemAttrs[studydata.FixedParamsAttr]; ok {
 			return nil, nil
 		}
 	}
@@ -170,14 +172,14 @@ func (g *GridSampler) startAttrs(_ *Study, ts []FrozenTrial, waiting *FrozenTria
 		if len(visited) >= g.total {
 			return nil, ErrStudyStopped
 		}
-		return nil, errWait
+		return nil, studydata.ErrWait
 	}
 	id := free[g.rng.IntN(len(free))]
 	return map[string]string{gridFingerprintAttr: g.fp, gridIDAttr: strconv.Itoa(id)}, nil
 }
 
 // Sample returns the trial's grid value for name.
-func (g *GridSampler) Sample(_ *Study, t *Trial, name string, dist Distribution) (float64, error) {
+func (g *GridSampler) Sample(_ *Study, t *Trial, name string, dist studydata.Distribution) (float64, error) {
 	ids, ok := t.systemAttr(gridIDAttr)
 	if !ok {
 		return 0, fmt.Errorf("trial %d has no grid point; a GridSampler samples only trials it started (through Optimize or Ask)", t.number)

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 var testGrid = map[string][]any{"a": {1, 2, 3}, "b": {"x", "y"}, "lr": {0.1, 0.01}}
@@ -40,7 +42,7 @@ func gridOrder(t *testing.T, s *Study) []string {
 	}
 	var keys []string
 	for _, tr := range ts {
-		if tr.State != Complete {
+		if tr.State != studydata.Complete {
 			t.Fatalf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
 		}
 		keys = append(keys, fmt.Sprint(tr.Params["a"], tr.Params["b"], tr.Params["lr"]))
@@ -132,10 +134,10 @@ func TestGridErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if ts[0].State != Fail || !strings.Contains(ts[0].Message, `parameter "undeclared" is not in the grid (grid parameters: a, b)`) {
+	if ts[0].State != studydata.Fail || !strings.Contains(ts[0].Message, `parameter "undeclared" is not in the grid (grid parameters: a, b)`) {
 		t.Errorf("undeclared parameter: %v %q", ts[0].State, ts[0].Message)
 	}
-	if ts[1].State != Fail || !strings.Contains(ts[1].Message, "not one of the choices") {
+	if ts[1].State != studydata.Fail || !strings.Contains(ts[1].Message, "not one of the choices") {
 		t.Errorf("grid value not among the choices: %v %q", ts[1].State, ts[1].Message)
 	}
 }
@@ -181,11 +183,11 @@ func TestGridResume(t *testing.T) {
 	ts, _ = s2.Trials()
 	count := map[string]int{}
 	for _, tr := range ts {
-		if tr.State == Complete {
+		if tr.State == studydata.Complete {
 			count[fmt.Sprint(tr.Params["a"], tr.Params["b"], tr.Params["lr"])]++
 		}
 	}
-	if len(ts) != 13 || len(count) != 12 || ts[5].State != Fail {
+	if len(ts) != 13 || len(count) != 12 || ts[5].State != studydata.Fail {
 		t.Fatalf("after resume: %d trials (want 13: 12 points + the crashed one), %d distinct complete points, trial 5 %v", len(ts), len(count), ts[5].State)
 	}
 	for k, n := range count {
@@ -232,7 +234,7 @@ func TestGridHuge(t *testing.T) {
 		var ids []string
 		seen := map[string]bool{}
 		for _, tr := range ts {
-			if tr.State != Complete {
+			if tr.State != studydata.Complete {
 				t.Fatalf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
 			}
 			id := tr.SystemAttrs[gridIDAttr]

@@ -13,10 +13,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // JournalStorage keeps studies in an append-only journal file: one JSON
@@ -451,7 +454,7 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 	}
 	switch r.Op {
 	case opCreateStudy:
-		dir, err := ParseDirection(r.Direction)
+		dir, err := studydata.ParseDirection(r.Direction)
 		if err != nil {
 			return err
 		}
@@ -470,7 +473,7 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 		if err := json.Unmarshal(r.Value, &x); err != nil {
 			return fmt.Errorf("parameter %q: value: %w", r.Name, err)
 		}
-		d, err := unmarshalDist(r.Dist)
+		d, err := studydata.UnmarshalDistribution(r.Dist)
 		if err != nil {
 			return fmt.Errorf("parameter %q: distribution: %w", r.Name, err)
 		}
@@ -490,12 +493,12 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 		}
 		return m.setSystemAttr(r.Study, *r.Trial, r.Name, v)
 	case opFinishTrial:
-		state, err := parseState(r.State)
+		state, err := studydata.ParseTrialState(r.State)
 		if err != nil {
 			return err
 		}
 		value := 0.0
-		if state == Complete {
+		if state == studydata.Complete {
 			if err := json.Unmarshal(r.Value, &value); err != nil {
 				return fmt.Errorf("trial %d: value: %w", *r.Trial, err)
 			}
@@ -520,8 +523,8 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 }
 
 // addTrialRecord is the add_trial record of a trial given whole.
-func addTrialRecord(study string, number int, ft FrozenTrial) (*journalRecord, error) {
-	r := &journalRecord{Op: opAddTrial, Study: study, Trial: &number, State: ft.State.String(), Message: ft.Message, Recovered: ft.recovered}
+func addTrialRecord(study string, number int, ft studydata.FrozenTrial) (*journalRecord, error) {
+	r := &journalRecord{Op: opAddTrial, Study: study, Trial: &number, State: ft.State.String(), Message: ft.Message, Recovered: ft.Recovered}
 	if !ft.Started.IsZero() {
 		t := ft.Started
 		r.Time = &t
@@ -530,19 +533,19 @@ func addTrialRecord(study string, number int, ft FrozenTrial) (*journalRecord, e
 		t := ft.Finished
 		r.End = &t
 	}
-	if ft.State == Complete {
+	if ft.State == studydata.Complete {
 		vj, err := json.Marshal(ft.Value)
 		if err != nil {
 			return nil, fmt.Errorf("trial %d value %v: %w", number, ft.Value, err)
 		}
 		r.Value = vj
 	}
-	for _, name := range sortedKeys(ft.Distributions) {
-		dj, err := marshalDist(ft.Distributions[name])
+	for _, name := range slices.Sorted(maps.Keys(ft.Distributions)) {
+		dj, err := studydata.MarshalDistribution(ft.Distributions[name])
 		if err != nil {
 			return nil, fmt.Errorf("trial %d, parameter %q: %w", number, name, err)
 		}
-		r.Params = append(r.Params, journalParam{Name: name, Value: ft.internal[name], Dist: dj})
+		r.Params = append(r.Params, journalParam{Name: name, Value: ft.InternalParams[name], Dist: dj})
 	}
 	if len(ft.UserAttrs) > 0 {
 		r.UserAttrs = map[string]json.RawMessage{}
@@ -561,13 +564,13 @@ func addTrialRecord(study string, number int, ft FrozenTrial) (*journalRecord, e
 }
 
 // trial decodes the trial of an add_trial record.
-func (r *journalRecord) trial() (FrozenTrial, error) {
-	state, err := parseState(r.State)
+func (r *journalRecord) trial() (studydata.FrozenTrial, error) {
+	state, err := studydata.ParseTrialState(r.State)
 	if err != nil {
-		return FrozenTrial{}, err
+		return studydata.FrozenTrial{}, err
 	}
-	ft := FrozenTrial{Number: *r.Trial, State: state, Value: math.NaN(), Message: r.Message, recovered: r.Recovered,
-		Distributions: map[string]Distribution{}, internal: map[string]float64{},
+	ft := studydata.FrozenTrial{Number: *r.Trial, State: state, Value: math.NaN(), Message: r.Message, Recovered: r.Recovered,
+		Distributions: map[string]studydata.Distribution{}, InternalParams: map[string]float64{},
 		UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(r.SystemAttrs)}
 	if r.Time != nil {
 		ft.Started = *r.Time
@@ -575,22 +578,22 @@ func (r *journalRecord) trial() (FrozenTrial, error) {
 	if r.End != nil {
 		ft.Finished = *r.End
 	}
-	if state == Complete {
+	if state == studydata.Complete {
 		if err := json.Unmarshal(r.Value, &ft.Value); err != nil {
-			return FrozenTrial{}, fmt.Errorf("trial %d: value: %w", ft.Number, err)
+			return studydata.FrozenTrial{}, fmt.Errorf("trial %d: value: %w", ft.Number, err)
 		}
 	}
 	for _, p := range r.Params {
-		d, err := unmarshalDist(p.Dist)
+		d, err := studydata.UnmarshalDistribution(p.Dist)
 		if err != nil {
-			return FrozenTrial{}, fmt.Errorf("trial %d, parameter %q: distribution: %w", ft.Number, p.Name, err)
+			return studydata.FrozenTrial{}, fmt.Errorf("trial %d, parameter %q: distribution: %w", ft.Number, p.Name, err)
 		}
-		ft.Distributions[p.Name], ft.internal[p.Name] = d, p.Value
+		ft.Distributions[p.Name], ft.InternalParams[p.Name] = d, p.Value
 	}
 	for k, vj := range r.UserAttrs {
 		var v any
 		if err := json.Unmarshal(vj, &v); err != nil {
-			return FrozenTrial{}, fmt.Errorf("trial %d, user attribute %q: %w", ft.Number, k, err)
+			return studydata.FrozenTrial{}, fmt.Errorf("trial %d, user attribute %q: %w", ft.Number, k, err)
 		}
 		ft.UserAttrs[k] = v
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // fuzzJournalPath is the file name a fuzzed journal reader names.
@@ -36,7 +38,7 @@ func stateSummary(m *memState) string {
 		s := m.studies[name]
 		fmt.Fprintf(&b, "%q %v:", name, s.dir)
 		for _, t := range s.trials {
-			fmt.Fprintf(&b, " %d %v %v %v %v %v;", t.ft.Number, t.ft.State, t.ft.Value, t.ft.internal, t.ft.UserAttrs, t.ft.SystemAttrs)
+			fmt.Fprintf(&b, " %d %v %v %v %v %v;", t.ft.Number, t.ft.State, t.ft.Value, t.ft.InternalParams, t.ft.UserAttrs, t.ft.SystemAttrs)
 		}
 		b.WriteByte('\n')
 	}
@@ -161,7 +163,7 @@ func FuzzJournalRead(f *testing.F) {
 		if strings.Contains(want, `"fuzz-added"`) {
 			return // the study was there already
 		}
-		if s, ok := j4.state.studies["fuzz-added"]; !ok || s.dir != Maximize {
+		if s, ok := j4.state.studies["fuzz-added"]; !ok || s.dir != studydata.Maximize {
 			t.Fatalf("the record appended after the repair was not read")
 		}
 	})

@@ -3,7 +3,11 @@ package search
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // update runs fn under the exclusive file lock, after replaying what others
@@ -76,8 +80,8 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 	return ferr
 }
 
-func (j *JournalStorage) createStudy(name string, dir Direction) (Direction, bool, error) {
-	var got Direction
+func (j *JournalStorage) CreateStudy(name string, dir studydata.Direction) (studydata.Direction, bool, error) {
+	var got studydata.Direction
 	var existed bool
 	err := j.update(func(emit func(*journalRecord) error) error {
 		if s, ok := j.state.studies[name]; ok {
@@ -91,7 +95,7 @@ func (j *JournalStorage) createStudy(name string, dir Direction) (Direction, boo
 	return got, existed, err
 }
 
-func (j *JournalStorage) studyDirection(name string) (Direction, error) {
+func (j *JournalStorage) StudyDirection(name string) (studydata.Direction, error) {
 	if err := j.read(); err != nil {
 		return 0, err
 	}
@@ -104,8 +108,8 @@ func (j *JournalStorage) studyDirection(name string) (Direction, error) {
 	return st.dir, nil
 }
 
-func (j *JournalStorage) startTrial(study string, plan startPlan) (FrozenTrial, error) {
-	var ft FrozenTrial
+func (j *JournalStorage) StartTrial(study string, plan studydata.StartPlan) (studydata.FrozenTrial, error) {
+	var ft studydata.FrozenTrial
 	now := time.Now()
 	err := j.update(func(emit func(*journalRecord) error) error {
 		w, attrs, err := j.state.plan(study, plan)
@@ -123,19 +127,19 @@ func (j *JournalStorage) startTrial(study string, plan startPlan) (FrozenTrial, 
 		if err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(attrs) {
+		for _, k := range slices.Sorted(maps.Keys(attrs)) {
 			vj, _ := json.Marshal(attrs[k])
 			if err := emit(&journalRecord{Op: opSetSystemAttr, Study: study, Trial: &number, Name: k, Value: vj}); err != nil {
 				return err
 			}
 		}
-		ft = j.state.studies[study].trials[number].ft.clone()
+		ft = j.state.studies[study].trials[number].ft.Clone()
 		return nil
 	})
 	return ft, err
 }
 
-func (j *JournalStorage) enqueueTrial(study string, ft FrozenTrial) (int, error) {
+func (j *JournalStorage) EnqueueTrial(study string, ft studydata.FrozenTrial) (int, error) {
 	var number int
 	err := j.update(func(emit func(*journalRecord) error) error {
 		s, err := j.state.study(study)
@@ -143,7 +147,7 @@ func (j *JournalStorage) enqueueTrial(study string, ft FrozenTrial) (int, error)
 			return err
 		}
 		number = len(s.trials)
-		ft.State = Waiting
+		ft.State = studydata.Waiting
 		r, err := addTrialRecord(study, number, ft)
 		if err != nil {
 			return err
@@ -154,8 +158,8 @@ func (j *JournalStorage) enqueueTrial(study string, ft FrozenTrial) (int, error)
 }
 
 // emitRetry emits the add_trial record of the retry of failed trial ft, if any.
-func (j *JournalStorage) emitRetry(emit func(*journalRecord) error, study string, ft FrozenTrial, retries int) (*FrozenTrial, error) {
-	r, ok := retryOf(ft, retries)
+func (j *JournalStorage) emitRetry(emit func(*journalRecord) error, study string, ft studydata.FrozenTrial, retries int) (*studydata.FrozenTrial, error) {
+	r, ok := studydata.RetryOf(ft, retries)
 	if !ok {
 		return nil, nil
 	}
@@ -167,11 +171,11 @@ func (j *JournalStorage) emitRetry(emit func(*journalRecord) error, study string
 	if err := emit(rec); err != nil {
 		return nil, err
 	}
-	c := j.state.studies[study].trials[number].ft.clone()
+	c := j.state.studies[study].trials[number].ft.Clone()
 	return &c, nil
 }
 
-func (j *JournalStorage) importStudy(name string, dir Direction, trials []FrozenTrial) error {
+func (j *JournalStorage) ImportStudy(name string, dir studydata.Direction, trials []studydata.FrozenTrial) error {
 	return j.update(func(emit func(*journalRecord) error) error {
 		if _, ok := j.state.studies[name]; ok {
 			return fmt.Errorf("study %q already exists in the storage; import it under another name or into another storage", name)
@@ -182,10 +186,10 @@ func (j *JournalStorage) importStudy(name string, dir Direction, trials []Frozen
 		recs := []*journalRecord{{Op: opCreateStudy, Study: name, Version: journalVersion, Direction: dir.String(), Time: &now}}
 		for i, ft := range trials {
 			ft.Number = i
-			if err := checkAdded(&ft); err != nil {
+			if err := studydata.CheckAdded(&ft); err != nil {
 				return err
 			}
-			r, err := addTrialRecord(name, i, normalizeAdded(ft))
+			r, err := addTrialRecord(name, i, studydata.NormalizeAdded(ft))
 			if err != nil {
 				return err
 			}
@@ -209,8 +213,8 @@ func (j *JournalStorage) importStudy(name string, dir Direction, trials []Frozen
 	})
 }
 
-func (j *JournalStorage) setParam(study string, number int, name string, x float64, d Distribution) error {
-	dj, err := marshalDist(d)
+func (j *JournalStorage) SetParam(study string, number int, name string, x float64, d studydata.Distribution) error {
+	dj, err := studydata.MarshalDistribution(d)
 	if err != nil {
 		return fmt.Errorf("journal %s cannot store parameter %q: %w", j.path, name, err)
 	}
@@ -223,7 +227,7 @@ func (j *JournalStorage) setParam(study string, number int, name string, x float
 	})
 }
 
-func (j *JournalStorage) setUserAttr(study string, number int, key string, v any) error {
+func (j *JournalStorage) SetUserAttr(study string, number int, key string, v any) error {
 	vj, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("journal %s needs JSON-encodable user attributes; %T is not: %w", j.path, v, err)
@@ -233,23 +237,23 @@ func (j *JournalStorage) setUserAttr(study string, number int, key string, v any
 	})
 }
 
-func (j *JournalStorage) setSystemAttr(study string, number int, key, v string) error {
+func (j *JournalStorage) SetSystemAttr(study string, number int, key, v string) error {
 	vj, _ := json.Marshal(v)
 	return j.update(func(emit func(*journalRecord) error) error {
 		return emit(&journalRecord{Op: opSetSystemAttr, Study: study, Trial: &number, Name: key, Value: vj})
 	})
 }
 
-func (j *JournalStorage) finishTrial(study string, number int, state TrialState, value float64, msg string, retries int) (FrozenTrial, *FrozenTrial, error) {
+func (j *JournalStorage) FinishTrial(study string, number int, state studydata.TrialState, value float64, msg string, retries int) (studydata.FrozenTrial, *studydata.FrozenTrial, error) {
 	if err := checkFinish(number, state, value); err != nil {
-		return FrozenTrial{}, nil, err
+		return studydata.FrozenTrial{}, nil, err
 	}
-	var ft FrozenTrial
-	var retry *FrozenTrial
+	var ft studydata.FrozenTrial
+	var retry *studydata.FrozenTrial
 	now := time.Now()
 	err := j.update(func(emit func(*journalRecord) error) error {
 		r := &journalRecord{Op: opFinishTrial, Study: study, Trial: &number, State: state.String(), Message: msg, Time: &now}
-		if state == Complete {
+		if state == studydata.Complete {
 			vj, err := json.Marshal(value)
 			if err != nil {
 				return fmt.Errorf("trial %d value %v: %w", number, value, err)
@@ -259,7 +263,7 @@ func (j *JournalStorage) finishTrial(study string, number int, state TrialState,
 		if err := emit(r); err != nil {
 			return err
 		}
-		ft = j.state.studies[study].trials[number].ft.clone()
+		ft = j.state.studies[study].trials[number].ft.Clone()
 		var err error
 		retry, err = j.emitRetry(emit, study, ft, retries)
 		return err
@@ -267,7 +271,7 @@ func (j *JournalStorage) finishTrial(study string, number int, state TrialState,
 	return ft, retry, err
 }
 
-func (j *JournalStorage) trials(study string) ([]FrozenTrial, error) {
+func (j *JournalStorage) Trials(study string) ([]studydata.FrozenTrial, error) {
 	if err := j.read(); err != nil {
 		return nil, err
 	}
@@ -276,10 +280,10 @@ func (j *JournalStorage) trials(study string) ([]FrozenTrial, error) {
 	return j.state.trials(study)
 }
 
-// failStale marks Fail, with a record saying why, every Running trial of the
+// FailStale marks Fail, with a record saying why, every Running trial of the
 // study whose process on this machine is gone.
-func (j *JournalStorage) failStale(study string, retries int) ([]staleTrial, error) {
-	var failed []staleTrial
+func (j *JournalStorage) FailStale(study string, retries int) ([]studydata.StaleTrial, error) {
+	var failed []studydata.StaleTrial
 	err := j.update(func(emit func(*journalRecord) error) error {
 		s, err := j.state.study(study)
 		if err != nil {
@@ -287,7 +291,7 @@ func (j *JournalStorage) failStale(study string, retries int) ([]staleTrial, err
 		}
 		self := selfOwner()
 		for _, t := range s.trials {
-			if t.ft.State != Running {
+			if t.ft.State != studydata.Running {
 				continue
 			}
 			if alive, known := t.owner.alive(); alive || !known {
@@ -296,7 +300,7 @@ func (j *JournalStorage) failStale(study string, retries int) ([]staleTrial, err
 			now := time.Now()
 			number := t.ft.Number
 			msg := fmt.Sprintf("the process that ran this trial (%v) is gone: it crashed or was killed; marked failed by %v", t.owner, self)
-			if err := emit(&journalRecord{Op: opFinishTrial, Study: study, Trial: &number, State: Fail.String(),
+			if err := emit(&journalRecord{Op: opFinishTrial, Study: study, Trial: &number, State: studydata.Fail.String(),
 				Message: msg, Recovered: true, Time: &now}); err != nil {
 				return err
 			}
@@ -304,9 +308,9 @@ func (j *JournalStorage) failStale(study string, retries int) ([]staleTrial, err
 			if err != nil {
 				return err
 			}
-			st := staleTrial{number: number, retry: -1}
+			st := studydata.StaleTrial{Number: number, Retry: -1}
 			if r != nil {
-				st.retry = r.Number
+				st.Retry = r.Number
 			}
 			failed = append(failed, st)
 		}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // appendRecords appends raw lines to a journal file.
@@ -122,7 +124,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	// The recorded direction is enforced.
 	j, _ := OpenJournal(path, quiet)
 	defer j.Close()
-	if _, err := NewStudy(Config{Name: "rt", Direction: Maximize, Storage: j, Logger: quiet}); err == nil || !strings.Contains(err.Error(), "direction minimize") {
+	if _, err := NewStudy(Config{Name: "rt", Direction: studydata.Maximize, Storage: j, Logger: quiet}); err == nil || !strings.Contains(err.Error(), "direction minimize") {
 		t.Fatalf("direction mismatch: %v", err)
 	}
 	// Every line is one JSON record.
@@ -159,15 +161,15 @@ func TestJournalCrashResume(t *testing.T) {
 		t.Errorf("no warning about the cut-short line; log:\n%s", logBuf.String())
 	}
 	ts, _ := s2.Trials()
-	if len(ts) != 4 || ts[3].State != Fail || !strings.Contains(ts[3].Message, "is gone") || ts[3].Params["x0"] != 0.25 {
+	if len(ts) != 4 || ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "is gone") || ts[3].Params["x0"] != 0.25 {
 		t.Fatalf("crashed trial: %+v", ts[len(ts)-1])
 	}
 	if err := s2.OptimizeUntil(context.Background(), sphere, 6, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s2.Trials()
-	if len(ts) != 7 || countStates(ts, Complete) != 6 {
-		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), countStates(ts, Complete))
+	if len(ts) != 7 || countStates(ts, studydata.Complete) != 6 {
+		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), countStates(ts, studydata.Complete))
 	}
 	for i := range done {
 		if ts[i].Value != done[i].Value || !reflect.DeepEqual(ts[i].Params, done[i].Params) {
@@ -246,8 +248,8 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 	wg.Wait()
 	checkUniqueNumbers(t, path, "shared", 40)
 	s := openStudy(t, path, "shared", nil, nil)
-	if ts, _ := s.Trials(); countStates(ts, Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", countStates(ts, Complete))
+	if ts, _ := s.Trials(); countStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", countStates(ts, studydata.Complete))
 	}
 }
 
@@ -270,15 +272,15 @@ func TestJournalProcessCrash(t *testing.T) {
 	}
 	s := openStudy(t, path, "mp", mustTPE(t, TPEOptions{Seed: 9}), nil)
 	ts, _ := s.Trials()
-	if len(ts) != 3 || countStates(ts, Complete) != 2 || ts[2].State != Fail || len(ts[2].Params) != 5 {
+	if len(ts) != 3 || countStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
 		t.Fatalf("after the crash: %d trials, trial 2 %v with %d params", len(ts), ts[2].State, len(ts[2].Params))
 	}
 	if err := s.OptimizeUntil(context.Background(), sphere, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s.Trials()
-	if len(ts) != 6 || countStates(ts, Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), countStates(ts, Complete))
+	if len(ts) != 6 || countStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), countStates(ts, studydata.Complete))
 	}
 	checkUniqueNumbers(t, path, "mp", 6)
 }
@@ -366,8 +368,8 @@ func TestJournalHeader(t *testing.T) {
 			t.Errorf("existing empty file %v: the journal does not start with the header once: %.80q", existing, b)
 		}
 		s2 := openStudy(t, path, "h", NewRandomSampler(2), nil)
-		if ts, _ := s2.Trials(); countStates(ts, Complete) != 2 {
-			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, countStates(ts, Complete))
+		if ts, _ := s2.Trials(); countStates(ts, studydata.Complete) != 2 {
+			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, countStates(ts, studydata.Complete))
 		}
 	}
 }
@@ -465,8 +467,8 @@ func TestJournalBadLinesSummarised(t *testing.T) {
 	appendRecords(t, path, lines...)
 	var logBuf bytes.Buffer
 	s2 := openStudy(t, path, "b", NewRandomSampler(2), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if ts, _ := s2.Trials(); countStates(ts, Complete) != 2 {
-		t.Errorf("%d complete trials, want 2", countStates(ts, Complete))
+	if ts, _ := s2.Trials(); countStates(ts, studydata.Complete) != 2 {
+		t.Errorf("%d complete trials, want 2", countStates(ts, studydata.Complete))
 	}
 	log := strings.TrimSpace(logBuf.String())
 	if strings.Count(log, "\n") != 0 || !strings.Contains(log, "unreadable=300") || !strings.Contains(log, "not_applying=200") {

@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // Optuna's JournalFileStorage format (Optuna 3.1, unchanged to 4.x): one
@@ -71,12 +75,12 @@ const optunaTime = "2006-01-02T15:04:05.000000"
 // system attribute fail_reason, and gomase's other system attributes are
 // written with the prefix "gomase:". Running trials are written as RUNNING.
 // It returns the number of trials written.
-func ExportOptunaJournal(st Storage, study string, w io.Writer) (int, error) {
-	dir, err := st.studyDirection(study)
+func ExportOptunaJournal(st studydata.Storage, study string, w io.Writer) (int, error) {
+	dir, err := st.StudyDirection(study)
 	if err != nil {
 		return 0, fmt.Errorf("search: export: %w", err)
 	}
-	ts, err := st.trials(study)
+	ts, err := st.Trials(study)
 	if err != nil {
 		return 0, fmt.Errorf("search: export: %w", err)
 	}
@@ -84,7 +88,7 @@ func ExportOptunaJournal(st Storage, study string, w io.Writer) (int, error) {
 	bw := bufio.NewWriter(w)
 	var b pyJSON
 	direction := ojMinimize
-	if dir == Maximize {
+	if dir == studydata.Maximize {
 		direction = ojMaximize
 	}
 	b.object(func() {
@@ -116,13 +120,13 @@ func optunaWorkerID() string {
 }
 
 // exportTrial returns the CREATE_TRIAL line of trial t.
-func exportTrial(b *pyJSON, worker string, t FrozenTrial) ([]byte, error) {
-	state := map[TrialState]int{Running: ojRunning, Complete: ojComplete, Pruned: ojPruned, Fail: ojFail, Waiting: ojWaiting}[t.State]
-	names := sortedKeys(t.Distributions)
+func exportTrial(b *pyJSON, worker string, t studydata.FrozenTrial) ([]byte, error) {
+	state := map[studydata.TrialState]int{studydata.Running: ojRunning, studydata.Complete: ojComplete, studydata.Pruned: ojPruned, studydata.Fail: ojFail, studydata.Waiting: ojWaiting}[t.State]
+	names := slices.Sorted(maps.Keys(t.Distributions))
 	dists := make([]string, len(names))
 	params := make([]any, len(names))
 	for i, name := range names {
-		dj, x, err := optunaDistribution(t.Distributions[name], t.internal[name])
+		dj, x, err := optunaDistribution(t.Distributions[name], t.InternalParams[name])
 		if err != nil {
 			return nil, fmt.Errorf("parameter %q: %w", name, err)
 		}
@@ -137,13 +141,13 @@ func exportTrial(b *pyJSON, worker string, t FrozenTrial) ([]byte, error) {
 		b.field("op_code", ojCreateTrial)
 		b.field("worker_id", worker)
 		b.field("study_id", 0)
-		if t.Started.IsZero() || t.State == Waiting {
+		if t.Started.IsZero() || t.State == studydata.Waiting {
 			b.field("datetime_start", nil)
 		} else {
 			b.field("datetime_start", t.Started.Local().Format(optunaTime))
 		}
 		b.field("state", state)
-		if t.State == Complete {
+		if t.State == studydata.Complete {
 			b.field("value", t.Value)
 		} else {
 			b.field("value", nil)
@@ -170,7 +174,7 @@ func exportTrial(b *pyJSON, worker string, t FrozenTrial) ([]byte, error) {
 		})
 		b.key("user_attrs")
 		b.object(func() {
-			for _, k := range sortedKeys(userAttrs) {
+			for _, k := range slices.Sorted(maps.Keys(userAttrs)) {
 				b.field(k, userAttrs[k])
 			}
 		})
@@ -194,11 +198,11 @@ func exportTrial(b *pyJSON, worker string, t FrozenTrial) ([]byte, error) {
 
 // optunaDistribution returns the distribution JSON string of d (Optuna's
 // distribution_to_json) and the internal value x in Optuna's form.
-func optunaDistribution(d Distribution, x float64) (string, any, error) {
+func optunaDistribution(d studydata.Distribution, x float64) (string, any, error) {
 	var b pyJSON
 	var value any
 	switch d := d.(type) {
-	case FloatDistribution:
+	case studydata.FloatDistribution:
 		b.object(func() {
 			b.field("name", "FloatDistribution")
 			b.key("attributes")
@@ -214,7 +218,7 @@ func optunaDistribution(d Distribution, x float64) (string, any, error) {
 			})
 		})
 		value = x
-	case IntDistribution:
+	case studydata.IntDistribution:
 		b.object(func() {
 			b.field("name", "IntDistribution")
 			b.key("attributes")
@@ -226,7 +230,7 @@ func optunaDistribution(d Distribution, x float64) (string, any, error) {
 			})
 		})
 		value = x // a float, as Optuna writes it (3.0)
-	case CategoricalDistribution:
+	case studydata.CategoricalDistribution:
 		choices := make([]any, len(d.Choices))
 		for i, c := range d.Choices {
 			v, err := optunaChoice(c)
@@ -299,11 +303,11 @@ func optunaUserAttrs(attrs map[string]any) (map[string]any, error) {
 // order: Optuna's own (failed_trial, retry_history, fixed_params, and those
 // an import kept) as JSON values, the message as fail_reason (failed
 // trials) or gomase:message, and gomase's others with the prefix gomase:.
-func optunaSystemAttrs(t FrozenTrial) ([]string, []any) {
+func optunaSystemAttrs(t studydata.FrozenTrial) ([]string, []any) {
 	vals := map[string]any{}
 	for k, v := range t.SystemAttrs {
 		switch {
-		case k == failedTrialAttr || k == retryHistoryAttr || k == fixedParamsAttr:
+		case k == studydata.FailedTrialAttr || k == studydata.RetryHistoryAttr || k == studydata.FixedParamsAttr:
 			vals[k] = rawJSONOr(v)
 		case strings.HasPrefix(k, optunaPrefix):
 			vals[strings.TrimPrefix(k, optunaPrefix)] = rawJSONOr(v)
@@ -312,16 +316,16 @@ func optunaSystemAttrs(t FrozenTrial) ([]string, []any) {
 		}
 	}
 	if t.Message != "" {
-		if t.State == Fail {
+		if t.State == studydata.Fail {
 			vals[optunaFailReason] = t.Message
 		} else {
 			vals[optunaGomasePrefix+"message"] = t.Message
 		}
 	}
-	if t.recovered {
+	if t.Recovered {
 		vals[optunaGomasePrefix+"recovered"] = true
 	}
-	keys := sortedKeys(vals)
+	keys := slices.Sorted(maps.Keys(vals))
 	out := make([]any, len(keys))
 	for i, k := range keys {
 		out[i] = vals[k]

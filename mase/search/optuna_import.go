@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // OptunaImport describes what ImportOptunaJournal imported.
@@ -17,9 +19,9 @@ type OptunaImport struct {
 	// Study is the name of the study created.
 	Study string
 	// Direction is its direction.
-	Direction Direction
+	Direction studydata.Direction
 	// Trials counts the trials imported, by state.
-	Trials map[TrialState]int
+	Trials map[studydata.TrialState]int
 	// Notes says what was changed on the way: running trials imported as
 	// failed, infinite values, intermediate values dropped.
 	Notes []string
@@ -37,7 +39,7 @@ type OptunaImport struct {
 // imported as failed; a complete trial with an infinite value as failed;
 // intermediate values are dropped. Waiting trials stay waiting, with their
 // fixed_params. Multi-objective studies are refused.
-func ImportOptunaJournal(st Storage, r io.Reader, name, as string) (OptunaImport, error) {
+func ImportOptunaJournal(st studydata.Storage, r io.Reader, name, as string) (OptunaImport, error) {
 	j, err := replayOptunaJournal(r)
 	if err != nil {
 		return OptunaImport{}, err
@@ -46,7 +48,7 @@ func ImportOptunaJournal(st Storage, r io.Reader, name, as string) (OptunaImport
 	if err != nil {
 		return OptunaImport{}, err
 	}
-	imp := OptunaImport{Study: s.name, Trials: map[TrialState]int{}}
+	imp := OptunaImport{Study: s.name, Trials: map[studydata.TrialState]int{}}
 	if as != "" {
 		imp.Study = as
 	}
@@ -55,13 +57,13 @@ func ImportOptunaJournal(st Storage, r io.Reader, name, as string) (OptunaImport
 	}
 	switch s.directions[0] {
 	case ojMinimize:
-		imp.Direction = Minimize
+		imp.Direction = studydata.Minimize
 	case ojMaximize:
-		imp.Direction = Maximize
+		imp.Direction = studydata.Maximize
 	default:
 		return imp, fmt.Errorf("search: import: study %q has direction %d (allowed: 1 minimize, 2 maximize)", s.name, s.directions[0])
 	}
-	trials := make([]FrozenTrial, len(s.trials))
+	trials := make([]studydata.FrozenTrial, len(s.trials))
 	intermediate := 0
 	for i, id := range s.trials {
 		t := j.trials[id]
@@ -76,7 +78,7 @@ func ImportOptunaJournal(st Storage, r io.Reader, name, as string) (OptunaImport
 	if intermediate > 0 {
 		imp.Notes = append(imp.Notes, fmt.Sprintf("%d intermediate values (trial.report) dropped: gomase records none", intermediate))
 	}
-	if err := st.importStudy(imp.Study, imp.Direction, trials); err != nil {
+	if err := st.ImportStudy(imp.Study, imp.Direction, trials); err != nil {
 		return imp, fmt.Errorf("search: import: %w", err)
 	}
 	return imp, nil
@@ -95,7 +97,7 @@ type ojTrial struct {
 	values          []float64
 	start, complete time.Time
 	params          map[string]float64
-	dists           map[string]Distribution
+	dists           map[string]studydata.Distribution
 	userAttrs       map[string]any
 	systemAttrs     map[string]any
 	intermediate    map[string]float64
@@ -380,7 +382,7 @@ func (j *ojJournal) apply(op map[string]any) error {
 			return nil
 		}
 		t := &ojTrial{study: sid, number: len(s.trials), state: ojRunning, params: map[string]float64{},
-			dists: map[string]Distribution{}, userAttrs: map[string]any{}, systemAttrs: map[string]any{}}
+			dists: map[string]studydata.Distribution{}, userAttrs: map[string]any{}, systemAttrs: map[string]any{}}
 		if v, ok := op["state"]; ok {
 			if t.state, ok = ojInt(v); !ok || t.state < ojRunning || t.state > ojWaiting {
 				return fmt.Errorf("trial state %v (allowed: 0 running, 1 complete, 2 pruned, 3 fail, 4 waiting)", v)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // setValues reads value (one objective) or values (a list).
@@ -42,21 +44,21 @@ func (t *ojTrial) setValues(value, values any) error {
 
 // frozen turns a replayed trial into a gomase trial, noting in imp what it
 // changes.
-func (t *ojTrial) frozen(imp *OptunaImport) (FrozenTrial, error) {
-	ft := FrozenTrial{Number: t.number, Value: math.NaN(), Started: t.start, Finished: t.complete,
-		Distributions: t.dists, internal: map[string]float64{}, UserAttrs: map[string]any{}, SystemAttrs: map[string]string{}}
+func (t *ojTrial) frozen(imp *OptunaImport) (studydata.FrozenTrial, error) {
+	ft := studydata.FrozenTrial{Number: t.number, Value: math.NaN(), Started: t.start, Finished: t.complete,
+		Distributions: t.dists, InternalParams: map[string]float64{}, UserAttrs: map[string]any{}, SystemAttrs: map[string]string{}}
 	for name, x := range t.params {
 		d := t.dists[name]
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return ft, fmt.Errorf("parameter %q has value %v", name, x)
 		}
-		if c, ok := d.(CategoricalDistribution); ok && (x != math.Trunc(x) || x < 0 || int(x) >= len(c.Choices)) {
+		if c, ok := d.(studydata.CategoricalDistribution); ok && (x != math.Trunc(x) || x < 0 || int(x) >= len(c.Choices)) {
 			return ft, fmt.Errorf("parameter %q: choice index %v is not one of the %d choices", name, x, len(c.Choices))
 		}
-		if _, ok := d.(IntDistribution); ok && x != math.Trunc(x) {
+		if _, ok := d.(studydata.IntDistribution); ok && x != math.Trunc(x) {
 			return ft, fmt.Errorf("parameter %q: int value %v is not an integer", name, x)
 		}
-		ft.internal[name] = x
+		ft.InternalParams[name] = x
 	}
 	for name := range t.dists {
 		if _, ok := t.params[name]; !ok {
@@ -74,7 +76,7 @@ func (t *ojTrial) frozen(imp *OptunaImport) (FrozenTrial, error) {
 				continue
 			}
 		case k == optunaGomasePrefix+"recovered":
-			ft.recovered = v == true
+			ft.Recovered = v == true
 			continue
 		case strings.HasPrefix(k, optunaGomasePrefix):
 			if s, ok := v.(string); ok {
@@ -83,7 +85,7 @@ func (t *ojTrial) frozen(imp *OptunaImport) (FrozenTrial, error) {
 			}
 		}
 		js := compactJSON(v)
-		if k == failedTrialAttr || k == retryHistoryAttr || k == fixedParamsAttr {
+		if k == studydata.FailedTrialAttr || k == studydata.RetryHistoryAttr || k == studydata.FixedParamsAttr {
 			ft.SystemAttrs[k] = js
 		} else {
 			ft.SystemAttrs[optunaPrefix+k] = js
@@ -91,7 +93,7 @@ func (t *ojTrial) frozen(imp *OptunaImport) (FrozenTrial, error) {
 	}
 	switch t.state {
 	case ojRunning:
-		ft.State, ft.recovered = Fail, true
+		ft.State, ft.Recovered = studydata.Fail, true
 		ft.Message = "imported from an Optuna journal as failed: it was running there, and no worker owns it now"
 		if ft.Started.IsZero() {
 			ft.Started = time.Now()
@@ -102,18 +104,18 @@ func (t *ojTrial) frozen(imp *OptunaImport) (FrozenTrial, error) {
 		if len(t.values) != 1 {
 			return ft, fmt.Errorf("complete with %d values; a gomase trial has one", len(t.values))
 		}
-		ft.State, ft.Value = Complete, t.values[0]
+		ft.State, ft.Value = studydata.Complete, t.values[0]
 		if math.IsNaN(ft.Value) || math.IsInf(ft.Value, 0) {
-			ft.State, ft.Value = Fail, math.NaN()
+			ft.State, ft.Value = studydata.Fail, math.NaN()
 			ft.Message = fmt.Sprintf("imported from an Optuna journal as failed: its value was %v, and a complete gomase trial needs a finite value", t.values[0])
 			imp.Notes = append(imp.Notes, fmt.Sprintf("trial %d had value %v: imported as failed", t.number, t.values[0]))
 		}
 	case ojPruned:
-		ft.State = Pruned
+		ft.State = studydata.Pruned
 	case ojFail:
-		ft.State = Fail
+		ft.State = studydata.Fail
 	case ojWaiting:
-		ft.State, ft.Started, ft.Finished = Waiting, time.Time{}, time.Time{}
+		ft.State, ft.Started, ft.Finished = studydata.Waiting, time.Time{}, time.Time{}
 	}
 	if ft.State.IsFinished() && ft.Finished.IsZero() {
 		ft.Finished = ft.Started
@@ -183,7 +185,7 @@ func ojTokens(v any) any {
 // 3.0 (UniformDistribution, LogUniformDistribution,
 // DiscreteUniformDistribution, IntUniformDistribution,
 // IntLogUniformDistribution), or the old {"type": …} form.
-func optunaDistFromJSON(v any) (Distribution, error) {
+func optunaDistFromJSON(v any) (studydata.Distribution, error) {
 	if s, ok := v.(string); ok {
 		m, err := decodeOptunaLine([]byte(s))
 		if err != nil {
@@ -230,7 +232,7 @@ func optunaDistFromJSON(v any) (Distribution, error) {
 		}
 		return i, nil
 	}
-	var d Distribution
+	var d studydata.Distribution
 	switch name {
 	case "FloatDistribution", "UniformDistribution", "LogUniformDistribution", "DiscreteUniformDistribution":
 		low, err1 := num("low")
@@ -238,7 +240,7 @@ func optunaDistFromJSON(v any) (Distribution, error) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
-		fd := FloatDistribution{Low: low, High: high, Log: attrs["log"] == true || name == "LogUniformDistribution"}
+		fd := studydata.FloatDistribution{Low: low, High: high, Log: attrs["log"] == true || name == "LogUniformDistribution"}
 		step := attrs["step"]
 		if name == "DiscreteUniformDistribution" {
 			step = attrs["q"]
@@ -258,13 +260,13 @@ func optunaDistFromJSON(v any) (Distribution, error) {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, err
 		}
-		d = IntDistribution{Low: low, High: high, Step: step, Log: attrs["log"] == true || name == "IntLogUniformDistribution"}
+		d = studydata.IntDistribution{Low: low, High: high, Step: step, Log: attrs["log"] == true || name == "IntLogUniformDistribution"}
 	case "CategoricalDistribution":
 		list, ok := attrs["choices"].([]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: choices %v is not a list", name, attrs["choices"])
 		}
-		cd := CategoricalDistribution{Choices: make([]any, len(list))}
+		cd := studydata.CategoricalDistribution{Choices: make([]any, len(list))}
 		for i, c := range list {
 			switch x := c.(type) {
 			case nil, bool:
@@ -291,7 +293,7 @@ func optunaDistFromJSON(v any) (Distribution, error) {
 	default:
 		return nil, fmt.Errorf("unknown distribution %q (allowed: FloatDistribution, IntDistribution, CategoricalDistribution and Optuna 2's names)", name)
 	}
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -299,16 +301,16 @@ func optunaDistFromJSON(v any) (Distribution, error) {
 
 // optunaCompatible is Optuna's check_distribution_compatibility: the same
 // class, the same log flag, the same choices.
-func optunaCompatible(a, b Distribution) bool {
+func optunaCompatible(a, b studydata.Distribution) bool {
 	switch x := a.(type) {
-	case FloatDistribution:
-		y, ok := b.(FloatDistribution)
+	case studydata.FloatDistribution:
+		y, ok := b.(studydata.FloatDistribution)
 		return ok && x.Log == y.Log
-	case IntDistribution:
-		y, ok := b.(IntDistribution)
+	case studydata.IntDistribution:
+		y, ok := b.(studydata.IntDistribution)
 		return ok && x.Log == y.Log
-	case CategoricalDistribution:
-		y, ok := b.(CategoricalDistribution)
+	case studydata.CategoricalDistribution:
+		y, ok := b.(studydata.CategoricalDistribution)
 		return ok && slices.EqualFunc(x.Choices, y.Choices, func(p, q any) bool { return reflect.DeepEqual(p, q) })
 	}
 	return false

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/gomase/gomase/internal/optunatest"
 )
 
@@ -94,36 +96,36 @@ func TestOptunaExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[TrialState]int{Complete: 5, Fail: 2, Pruned: 1, Waiting: 1}
-	if imp.Study != "exported" || imp.Direction != Minimize || !reflect.DeepEqual(imp.Trials, want) || len(imp.Notes) != 1 {
+	want := map[studydata.TrialState]int{studydata.Complete: 5, studydata.Fail: 2, studydata.Pruned: 1, studydata.Waiting: 1}
+	if imp.Study != "exported" || imp.Direction != studydata.Minimize || !reflect.DeepEqual(imp.Trials, want) || len(imp.Notes) != 1 {
 		t.Fatalf("import %+v, want 9 trials %v and a note on the running one", imp, want)
 	}
 	before, _ := s.Trials()
-	after, err := mem.trials("exported")
+	after, err := mem.Trials("exported")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range before {
 		b := after[i]
-		if a.State == Running {
-			if b.State != Fail || !b.recovered || !strings.Contains(b.Message, "it was running there") {
+		if a.State == studydata.Running {
+			if b.State != studydata.Fail || !b.Recovered || !strings.Contains(b.Message, "it was running there") {
 				t.Errorf("running trial %d came back %v %q", a.Number, b.State, b.Message)
 			}
-			a.State, a.Message, a.recovered, a.Finished = b.State, b.Message, true, b.Finished
+			a.State, a.Message, a.Recovered, a.Finished = b.State, b.Message, true, b.Finished
 		}
 		ja, _ := json.Marshal(a.UserAttrs)
 		jb, _ := json.Marshal(b.UserAttrs)
 		if a.Number != b.Number || a.State != b.State || !(a.Value == b.Value || math.IsNaN(a.Value) && math.IsNaN(b.Value)) ||
-			!reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.internal, b.internal) || len(a.Distributions) != len(b.Distributions) ||
-			string(ja) != string(jb) || !reflect.DeepEqual(a.SystemAttrs, b.SystemAttrs) || a.Message != b.Message || a.recovered != b.recovered {
+			!reflect.DeepEqual(a.Params, b.Params) || !reflect.DeepEqual(a.InternalParams, b.InternalParams) || len(a.Distributions) != len(b.Distributions) ||
+			string(ja) != string(jb) || !reflect.DeepEqual(a.SystemAttrs, b.SystemAttrs) || a.Message != b.Message || a.Recovered != b.Recovered {
 			t.Errorf("trial %d:\n was %+v\n now %+v", a.Number, a, b)
 		}
 		for name, d := range a.Distributions {
-			if !d.equal(b.Distributions[name]) {
+			if !d.Equal(b.Distributions[name]) {
 				t.Errorf("trial %d, %s: distribution %v came back %v", a.Number, name, d, b.Distributions[name])
 			}
 		}
-		if a.State != Waiting && !a.Started.Truncate(time.Microsecond).Equal(b.Started) {
+		if a.State != studydata.Waiting && !a.Started.Truncate(time.Microsecond).Equal(b.Started) {
 			t.Errorf("trial %d started %v, came back %v", a.Number, a.Started, b.Started)
 		}
 	}
@@ -169,31 +171,31 @@ func TestOptunaImportReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if imp.Study != "s" || imp.Direction != Maximize || len(imp.Notes) != 3 {
+	if imp.Study != "s" || imp.Direction != studydata.Maximize || len(imp.Notes) != 3 {
 		t.Fatalf("import %+v", imp)
 	}
-	ts, _ := mem.trials("s")
+	ts, _ := mem.Trials("s")
 	if len(ts) != 5 {
 		t.Fatalf("%d trials, want 5", len(ts))
 	}
 	t0, t1, t2, t3, t4 := ts[0], ts[1], ts[2], ts[3], ts[4]
-	if t0.State != Complete || t0.Value != 0.8 || t0.Params["x"] != 0.0031622776601683794 || t0.Params["layers"] != 4 ||
-		!t0.Distributions["x"].equal(FloatDistribution{Low: 1e-5, High: 0.1, Log: true}) ||
+	if t0.State != studydata.Complete || t0.Value != 0.8 || t0.Params["x"] != 0.0031622776601683794 || t0.Params["layers"] != 4 ||
+		!t0.Distributions["x"].Equal(studydata.FloatDistribution{Low: 1e-5, High: 0.1, Log: true}) ||
 		t0.UserAttrs["loss"] != "NaN" || t0.SystemAttrs["optuna:constraints"] != "[Infinity,-Infinity]" ||
 		t0.Started.Format(optunaTime) != "2024-06-07T17:27:27.682770" || t0.Finished.Sub(t0.Started) != 6427*time.Microsecond {
 		t.Errorf("trial 0: %+v", t0)
 	}
-	if t1.State != Fail || t1.Params["x"] != 0.00012 || len(t1.Params) != 1 || !t1.Distributions["x"].equal(FloatDistribution{Low: 1e-5, High: 0.1, Log: true}) ||
+	if t1.State != studydata.Fail || t1.Params["x"] != 0.00012 || len(t1.Params) != 1 || !t1.Distributions["x"].Equal(studydata.FloatDistribution{Low: 1e-5, High: 0.1, Log: true}) ||
 		!t1.Started.Equal(time.Date(2024, 6, 7, 17, 27, 27, 690779000, time.UTC)) {
 		t.Errorf("trial 1: %+v", t1)
 	}
-	if t2.State != Fail || !t2.recovered || !strings.Contains(t2.Message, "it was running there") {
+	if t2.State != studydata.Fail || !t2.Recovered || !strings.Contains(t2.Message, "it was running there") {
 		t.Errorf("trial 2 (left running): %+v", t2)
 	}
-	if t3.State != Waiting || t3.SystemAttrs[fixedParamsAttr] != `{"x":0.01}` {
+	if t3.State != studydata.Waiting || t3.SystemAttrs[studydata.FixedParamsAttr] != `{"x":0.01}` {
 		t.Errorf("trial 3 (enqueued): %+v", t3)
 	}
-	if t4.State != Fail || !strings.Contains(t4.Message, "its value was +Inf") {
+	if t4.State != studydata.Fail || !strings.Contains(t4.Message, "its value was +Inf") {
 		t.Errorf("trial 4 (value +Inf): %+v", t4)
 	}
 
@@ -275,7 +277,7 @@ print(json.dumps({"direction": study.direction.name, "trials": trials,
 		if o.Number != tr.Number || o.State != strings.ToUpper(tr.State.String()) {
 			t.Errorf("trial %d: Optuna has number %d state %s, gomase %v", tr.Number, o.Number, o.State, tr.State)
 		}
-		if (tr.State == Complete) != (o.Value != nil) || (o.Value != nil && *o.Value != tr.Value) {
+		if (tr.State == studydata.Complete) != (o.Value != nil) || (o.Value != nil && *o.Value != tr.Value) {
 			t.Errorf("trial %d: Optuna value %v, gomase %v", tr.Number, o.Value, tr.Value)
 		}
 		if norm(o.Params) != norm(tr.Params) {
@@ -298,7 +300,7 @@ print(json.dumps({"direction": study.direction.name, "trials": trials,
 				t.Errorf("trial %d: c's distribution in Optuna %s", tr.Number, norm(d))
 			}
 		}
-		if tr.State != Waiting && (o.Start == nil || *o.Start != tr.Started.Local().Format(optunaTime)) {
+		if tr.State != studydata.Waiting && (o.Start == nil || *o.Start != tr.Started.Local().Format(optunaTime)) {
 			t.Errorf("trial %d: Optuna's datetime_start %v, gomase %v", tr.Number, o.Start, tr.Started)
 		}
 		if len(tr.UserAttrs) > 0 && norm(o.UserAttrs) != norm(tr.UserAttrs) {

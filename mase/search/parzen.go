@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // This file holds the univariate Parzen estimator of the TPE sampler: a
@@ -30,7 +32,7 @@ type parzenParams struct {
 }
 
 type parzen struct {
-	dist Distribution
+	dist studydata.Distribution
 	// mixture weights, normalised, with their logs and running sums
 	w, logW, cumW []float64
 
@@ -48,9 +50,9 @@ type parzen struct {
 // parzenBounds returns Optuna's estimator bounds of a numeric distribution:
 // log bounds for log parameters (ints widened by ½ first), bounds widened by
 // half a step for stepped ones (then step > 0).
-func parzenBounds(dist Distribution) (low, high, step float64, logScale bool) {
+func parzenBounds(dist studydata.Distribution) (low, high, step float64, logScale bool) {
 	switch d := dist.(type) {
-	case FloatDistribution:
+	case studydata.FloatDistribution:
 		switch {
 		case d.Log:
 			return math.Log(d.Low), math.Log(d.High), 0, true
@@ -58,7 +60,7 @@ func parzenBounds(dist Distribution) (low, high, step float64, logScale bool) {
 			return d.Low - d.Step/2, d.High + d.Step/2, d.Step, false
 		}
 		return d.Low, d.High, 0, false
-	case IntDistribution:
+	case studydata.IntDistribution:
 		if d.Log {
 			return math.Log(float64(d.Low) - 0.5), math.Log(float64(d.High) + 0.5), 0, true
 		}
@@ -70,7 +72,7 @@ func parzenBounds(dist Distribution) (low, high, step float64, logScale bool) {
 
 // newParzen builds the estimator of observations obs (internal values, oldest
 // first) of a parameter with distribution dist.
-func newParzen(obs []float64, dist Distribution, p parzenParams) (*parzen, error) {
+func newParzen(obs []float64, dist studydata.Distribution, p parzenParams) (*parzen, error) {
 	n := len(obs)
 	prior := p.prior || n == 0
 	w := make([]float64, 0, n+1)
@@ -107,7 +109,7 @@ func newParzen(obs []float64, dist Distribution, p parzenParams) (*parzen, error
 		pz.cumW[i] = acc
 	}
 
-	if cd, ok := dist.(CategoricalDistribution); ok {
+	if cd, ok := dist.(studydata.CategoricalDistribution); ok {
 		// Each observation is a distribution putting 1 + priorWeight/K on its
 		// choice and priorWeight/K on the others (K = components), normalised;
 		// the prior component is uniform.
@@ -229,7 +231,7 @@ func (pz *parzen) sample(rng *rand.Rand) float64 {
 // distribution's values: exp for log parameters, rounding onto the step grid.
 func (pz *parzen) fromTransformed(y float64) float64 {
 	switch d := pz.dist.(type) {
-	case FloatDistribution:
+	case studydata.FloatDistribution:
 		switch {
 		case d.Log:
 			return clamp(math.Exp(y), d.Low, d.High)
@@ -237,7 +239,7 @@ func (pz *parzen) fromTransformed(y float64) float64 {
 			return roundToStep(y, d.Low, d.High, d.Step)
 		}
 		return clamp(y, d.Low, d.High)
-	case IntDistribution:
+	case studydata.IntDistribution:
 		lo, hi := float64(d.Low), float64(d.High)
 		if d.Log {
 			return clamp(math.RoundToEven(math.Exp(y)), lo, hi)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // TestParzenMatchesOptuna compares the estimator with Optuna 3.1's
@@ -29,20 +31,20 @@ func TestParzenMatchesOptuna(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		d    Distribution
+		d    studydata.Distribution
 		obs  []float64
 		pts  []float64
 	}{
-		{"float", FloatDistribution{Low: -5, High: 5}, []float64{0.5, 1.2, -3, 4.9}, []float64{-4, 0, 1, 4.99, 1.2}},
-		{"flog", FloatDistribution{Low: 1e-5, High: 1e-1, Log: true}, []float64{1e-3, 2e-4, 0.05}, []float64{1e-5, 1e-3, 0.01, 0.0999}},
-		{"intstep", IntDistribution{Low: 0, High: 10, Step: 2}, []float64{2, 4, 4, 10}, []float64{0, 2, 4, 6, 10}},
-		{"intlog", IntDistribution{Low: 1, High: 100, Step: 1, Log: true}, []float64{3, 50, 7}, []float64{1, 3, 10, 100}},
-		{"fstep", FloatDistribution{Low: 0, High: 1, Step: 0.1}, []float64{0.3, 0.3, 0.9}, []float64{0, 0.3, 0.5, 1}},
-		{"cat", CategoricalDistribution{Choices: []any{1, 2, 3, 4, 5}}, []float64{0, 2, 2, 4}, []float64{0, 1, 2, 3, 4}},
-		{"empty", FloatDistribution{Low: -5, High: 5}, nil, []float64{-4, 0, 4}},
-		{"ramp", FloatDistribution{Low: 0, High: 1}, ramp, []float64{0, 0.1, 0.5, 0.9}},
-		{"far", FloatDistribution{Low: 0, High: 1}, []float64{0, 0.001, 0.002}, []float64{0.999, 0.5}},
-		{"farstep", IntDistribution{Low: 0, High: 1000, Step: 1}, []float64{0, 1, 2}, []float64{1000, 500, 3}},
+		{"float", studydata.FloatDistribution{Low: -5, High: 5}, []float64{0.5, 1.2, -3, 4.9}, []float64{-4, 0, 1, 4.99, 1.2}},
+		{"flog", studydata.FloatDistribution{Low: 1e-5, High: 1e-1, Log: true}, []float64{1e-3, 2e-4, 0.05}, []float64{1e-5, 1e-3, 0.01, 0.0999}},
+		{"intstep", studydata.IntDistribution{Low: 0, High: 10, Step: 2}, []float64{2, 4, 4, 10}, []float64{0, 2, 4, 6, 10}},
+		{"intlog", studydata.IntDistribution{Low: 1, High: 100, Step: 1, Log: true}, []float64{3, 50, 7}, []float64{1, 3, 10, 100}},
+		{"fstep", studydata.FloatDistribution{Low: 0, High: 1, Step: 0.1}, []float64{0.3, 0.3, 0.9}, []float64{0, 0.3, 0.5, 1}},
+		{"cat", studydata.CategoricalDistribution{Choices: []any{1, 2, 3, 4, 5}}, []float64{0, 2, 2, 4}, []float64{0, 1, 2, 3, 4}},
+		{"empty", studydata.FloatDistribution{Low: -5, High: 5}, nil, []float64{-4, 0, 4}},
+		{"ramp", studydata.FloatDistribution{Low: 0, High: 1}, ramp, []float64{0, 0.1, 0.5, 0.9}},
+		{"far", studydata.FloatDistribution{Low: 0, High: 1}, []float64{0, 0.001, 0.002}, []float64{0.999, 0.5}},
+		{"farstep", studydata.IntDistribution{Low: 0, High: 1000, Step: 1}, []float64{0, 1, 2}, []float64{1000, 500, 3}},
 	}
 	// Optuna 3.1's continuous densities lack −log σ (optuna#5109): compare
 	// in that mode, and check the difference in the default one.
@@ -120,7 +122,7 @@ func TestGaussianTails(t *testing.T) {
 // integrates to 1 over its range, and stepped or categorical ones sum to 1.
 func TestParzenNormalizedDensity(t *testing.T) {
 	params := parzenParams{prior: true, priorWeight: 1, magicClip: true, weights: DefaultWeights}
-	pz, err := newParzen([]float64{0.5, 1.2, -3, 4.9, 4.95}, FloatDistribution{Low: -5, High: 5}, params)
+	pz, err := newParzen([]float64{0.5, 1.2, -3, 4.9, 4.95}, studydata.FloatDistribution{Low: -5, High: 5}, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestParzenNormalizedDensity(t *testing.T) {
 	if math.Abs(sum-1) > 1e-4 {
 		t.Errorf("continuous density integrates to %v", sum)
 	}
-	for _, d := range []Distribution{IntDistribution{Low: 0, High: 10, Step: 2}, CategoricalDistribution{Choices: []any{"a", "b", "c"}}} {
+	for _, d := range []studydata.Distribution{studydata.IntDistribution{Low: 0, High: 10, Step: 2}, studydata.CategoricalDistribution{Choices: []any{"a", "b", "c"}}} {
 		pz, err := newParzen([]float64{2, 2, 0}, d, params)
 		if err != nil {
 			t.Fatal(err)

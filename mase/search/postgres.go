@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,7 +32,7 @@ import (
 // stay unique and consecutive (0, 1, 2, …) whatever the number of workers.
 //
 // A Running trial whose process is gone is marked Fail by NewStudy and at the
-// start of Optimize (see failStale): on the same host the owning process is
+// start of Optimize (see FailStale): on the same host the owning process is
 // looked up as with a journal; for other hosts the trial's heartbeat is used,
 // which the owner refreshes when SetHeartbeat is on.
 //
@@ -158,7 +160,7 @@ func IsPostgresURL(spec string) bool {
 // StorageCloser is a Storage to close when done: what OpenStorage returns.
 // String names it (a journal's path, a database URL without its password).
 type StorageCloser interface {
-	Storage
+	studydata.Storage
 	Close() error
 	String() string
 }

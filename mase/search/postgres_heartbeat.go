@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -117,10 +119,10 @@ func (p *PostgresStorage) staleReason(o owner, heartbeatMS *int64, age float64) 
 		o, silent.Round(time.Millisecond), interval, p.self)
 }
 
-// failStale marks Fail, with a message saying why, every Running trial of
+// FailStale marks Fail, with a message saying why, every Running trial of
 // the study whose process is gone (see staleReason). Each is finished in its
 // own transaction, after checking again under the trial's row lock.
-func (p *PostgresStorage) failStale(study string, retries int) ([]staleTrial, error) {
+func (p *PostgresStorage) FailStale(study string, retries int) ([]studydata.StaleTrial, error) {
 	type candidate struct {
 		number int
 		o      owner
@@ -161,7 +163,7 @@ func (p *PostgresStorage) failStale(study string, retries int) ([]staleTrial, er
 	if err != nil {
 		return nil, err
 	}
-	var failed []staleTrial
+	var failed []studydata.StaleTrial
 	for _, c := range cands {
 		now := pgTime(time.Now())
 		done := false
@@ -181,7 +183,7 @@ func (p *PostgresStorage) failStale(study string, retries int) ([]staleTrial, er
 				return err
 			}
 			msg := p.staleReason(c.o, ms, age)
-			if state != Running.String() || msg == "" {
+			if state != studydata.Running.String() || msg == "" {
 				return nil // finished meanwhile, or its heartbeat came back
 			}
 			var id int64
@@ -212,7 +214,7 @@ func (p *PostgresStorage) failStale(study string, retries int) ([]staleTrial, er
 			return failed, err
 		}
 		if done {
-			failed = append(failed, staleTrial{number: c.number, retry: retry})
+			failed = append(failed, studydata.StaleTrial{Number: c.number, Retry: retry})
 		}
 	}
 	return failed, nil

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/gomase/gomase/internal/pgtest"
 )
 
@@ -76,9 +78,9 @@ func openPG(t testing.TB, u string) *PostgresStorage {
 func init() {
 	storageKinds = append(storageKinds, storageKind{
 		name:     "postgres",
-		open:     func(t *testing.T) Storage { return openPG(t, pgDatabase(t)) },
+		open:     func(t *testing.T) studydata.Storage { return openPG(t, pgDatabase(t)) },
 		jsonOnly: true,
-		orphan: func(t *testing.T, s Storage, study string, o owner) int {
+		orphan: func(t *testing.T, s studydata.Storage, study string, o owner) int {
 			p := s.(*PostgresStorage)
 			other := &PostgresStorage{pool: p.pool, where: p.where, url: p.url, logger: p.logger, self: o}
 			n, _, err := createTrial(other, study)
@@ -113,9 +115,9 @@ func pgInts(t *testing.T, p *PostgresStorage, q string, args ...any) []int {
 }
 
 // checkNumbers checks that the study's trials are numbered 0..want-1.
-func checkNumbers(t *testing.T, s Storage, study string, want int) []FrozenTrial {
+func checkNumbers(t *testing.T, s studydata.Storage, study string, want int) []studydata.FrozenTrial {
 	t.Helper()
-	ts, err := s.trials(study)
+	ts, err := s.Trials(study)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +147,8 @@ func TestPostgresRoundTrip(t *testing.T) {
 	compareReopened(t, before, after)
 	for i := range before {
 		b, a := before[i], after[i]
-		if !reflect.DeepEqual(a.internal, b.internal) {
-			t.Errorf("trial %d: internal values %v became %v", i, b.internal, a.internal)
+		if !reflect.DeepEqual(a.InternalParams, b.InternalParams) {
+			t.Errorf("trial %d: internal values %v became %v", i, b.InternalParams, a.InternalParams)
 		}
 		if v, ok := a.Params["typed"]; ok && v != nil {
 			switch v.(type) {
@@ -156,7 +158,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewStudy(Config{Name: "rt", Direction: Maximize, Storage: openPG(t, u), Logger: quiet}); err == nil ||
+	if _, err := NewStudy(Config{Name: "rt", Direction: studydata.Maximize, Storage: openPG(t, u), Logger: quiet}); err == nil ||
 		!strings.Contains(err.Error(), "direction minimize") {
 		t.Fatalf("direction mismatch: %v", err)
 	}
@@ -168,7 +170,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 func TestPostgresConcurrentTrials(t *testing.T) {
 	u := pgDatabase(t)
 	const workers, each = 8, 25
-	if _, _, err := openPG(t, u).createStudy("c", Minimize); err != nil {
+	if _, _, err := openPG(t, u).CreateStudy("c", studydata.Minimize); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -178,13 +180,13 @@ func TestPostgresConcurrentTrials(t *testing.T) {
 			for range each {
 				n, _, err := createTrial(p, "c")
 				if err == nil {
-					err = p.setUserAttr("c", n, "worker", w)
+					err = p.SetUserAttr("c", n, "worker", w)
 				}
 				if err == nil {
-					err = p.setParam("c", n, "x", float64(n), FloatDistribution{Low: 0, High: 1000})
+					err = p.SetParam("c", n, "x", float64(n), studydata.FloatDistribution{Low: 0, High: 1000})
 				}
 				if err == nil {
-					_, err = finishTrial(p, "c", n, Complete, float64(w), "")
+					_, err = finishTrial(p, "c", n, studydata.Complete, float64(w), "")
 				}
 				if err != nil {
 					t.Error(err)
@@ -197,7 +199,7 @@ func TestPostgresConcurrentTrials(t *testing.T) {
 	ts := checkNumbers(t, openPG(t, u), "c", workers*each)
 	per := map[float64]int{}
 	for _, tr := range ts {
-		if tr.State != Complete || tr.Params["x"] != float64(tr.Number) || tr.UserAttrs["worker"] != tr.Value {
+		if tr.State != studydata.Complete || tr.Params["x"] != float64(tr.Number) || tr.UserAttrs["worker"] != tr.Value {
 			t.Fatalf("trial %+v", tr)
 		}
 		per[tr.Value]++
@@ -225,8 +227,8 @@ func TestPostgresStudyTPE(t *testing.T) {
 	}
 	wg.Wait()
 	ts := checkNumbers(t, s.storage, "tpe", 40)
-	if countStates(ts, Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", countStates(ts, Complete))
+	if countStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", countStates(ts, studydata.Complete))
 	}
 	best, err := s.BestTrial()
 	if err != nil {
@@ -253,12 +255,12 @@ func TestPostgresStudyTPE(t *testing.T) {
 func TestPostgresKeptTrials(t *testing.T) {
 	u := pgDatabase(t)
 	a, b := openPG(t, u), openPG(t, u)
-	if _, _, err := a.createStudy("k", Minimize); err != nil {
+	if _, _, err := a.CreateStudy("k", studydata.Minimize); err != nil {
 		t.Fatal(err)
 	}
-	states := func(s Storage) string {
+	states := func(s studydata.Storage) string {
 		t.Helper()
-		ts, err := s.trials("k")
+		ts, err := s.Trials("k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,14 +273,14 @@ func TestPostgresKeptTrials(t *testing.T) {
 		}
 		return out
 	}
-	fd := FloatDistribution{Low: 0, High: 1}
+	fd := studydata.FloatDistribution{Low: 0, High: 1}
 	for range 4 {
 		if _, _, err := createTrial(b, "k"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, n := range []int{0, 2} {
-		if _, err := finishTrial(b, "k", n, Complete, 1, ""); err != nil {
+		if _, err := finishTrial(b, "k", n, studydata.Complete, 1, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -288,10 +290,10 @@ func TestPostgresKeptTrials(t *testing.T) {
 	if k := a.keptTrials["k"]; k == nil || k.from != 1 || len(k.trials) != 2 {
 		t.Fatalf("kept %+v", k)
 	}
-	if err := errors.Join(b.setParam("k", 1, "x", 0.5, fd), b.setParam("k", 3, "x", 0.5, fd)); err != nil {
+	if err := errors.Join(b.SetParam("k", 1, "x", 0.5, fd), b.SetParam("k", 3, "x", 0.5, fd)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finishTrial(b, "k", 1, Pruned, 0, ""); err != nil {
+	if _, err := finishTrial(b, "k", 1, studydata.Pruned, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := states(a); got != "c0p1c0r1" {
@@ -303,7 +305,7 @@ func TestPostgresKeptTrials(t *testing.T) {
 	if _, err := a.pool.Exec(context.Background(), "DELETE FROM gomase_studies WHERE name = 'k'"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.createStudy("k", Minimize); err != nil {
+	if _, _, err := b.CreateStudy("k", studydata.Minimize); err != nil {
 		t.Fatal(err)
 	}
 	if got := states(a); got != "" {
@@ -316,7 +318,7 @@ func TestPostgresMultiProcess(t *testing.T) {
 	runWorkers(t, u, 3, 8)
 	p := openPG(t, u)
 	ts := checkNumbers(t, p, "mp", 24)
-	if c := countStates(ts, Complete); c != 24 {
+	if c := countStates(ts, studydata.Complete); c != 24 {
 		t.Errorf("%d complete trials, want 24", c)
 	}
 	if pids := pgInts(t, p, "SELECT DISTINCT owner_pid FROM gomase_trials"); len(pids) != 3 {
@@ -336,7 +338,7 @@ func TestPostgresProcessCrash(t *testing.T) {
 	}
 	s := newTestStudy(t, Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: 9}), Storage: openPG(t, u)})
 	ts, _ := s.Trials()
-	if len(ts) != 3 || countStates(ts, Complete) != 2 || ts[2].State != Fail || len(ts[2].Params) != 5 ||
+	if len(ts) != 3 || countStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 ||
 		!strings.Contains(ts[2].Message, "is gone") {
 		t.Fatalf("after the crash: %d trials, trial 2 %v %q with %d params", len(ts), ts[2].State, ts[2].Message, len(ts[2].Params))
 	}
@@ -344,8 +346,8 @@ func TestPostgresProcessCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts = checkNumbers(t, s.storage, "mp", 6)
-	if countStates(ts, Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d complete", countStates(ts, Complete))
+	if countStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d complete", countStates(ts, studydata.Complete))
 	}
 }
 
@@ -389,13 +391,13 @@ func TestPostgresHeartbeat(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(failed, []int{beating.Number()}) {
 		t.Fatalf("failStale from another host after the heartbeat stopped: %v %v, want [%d]", failed, err, beating.Number())
 	}
-	ts, _ := elsewhere.trials("hb")
+	ts, _ := elsewhere.Trials("hb")
 	got := ts[beating.Number()]
-	if got.State != Fail || !got.recovered || !strings.Contains(got.Message, "sent no heartbeat for") ||
+	if got.State != studydata.Fail || !got.Recovered || !strings.Contains(got.Message, "sent no heartbeat for") ||
 		!strings.Contains(got.Message, "one was due every 250ms") {
 		t.Errorf("trial %d: %v %q", got.Number, got.State, got.Message)
 	}
-	if ts[quietTrial.Number()].State != Running {
+	if ts[quietTrial.Number()].State != studydata.Running {
 		t.Errorf("the trial without heartbeat is %v, want running", ts[quietTrial.Number()].State)
 	}
 	if _, err := ss.Tell(quietTrial, 1, nil); err != nil {
@@ -542,7 +544,7 @@ func TestOpenStorage(t *testing.T) {
 		if strings.Contains(s.String(), srv.Password) || !strings.Contains(s.String(), "xxxxx") {
 			t.Errorf("String() = %s", s)
 		}
-		if _, _, err := s.createStudy("o", Minimize); err != nil {
+		if _, _, err := s.CreateStudy("o", studydata.Minimize); err != nil {
 			t.Error(err)
 		}
 		s.Close()
@@ -583,7 +585,7 @@ func BenchmarkPostgresTrials(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := p.trials("bench"); err != nil {
+		if _, err := p.Trials("bench"); err != nil {
 			b.Fatal(err)
 		}
 	}

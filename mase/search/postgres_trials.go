@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,8 +19,8 @@ import (
 // back by a write equals the one read later.
 func pgTime(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
-func (p *PostgresStorage) createStudy(name string, dir Direction) (Direction, bool, error) {
-	var got Direction
+func (p *PostgresStorage) CreateStudy(name string, dir studydata.Direction) (studydata.Direction, bool, error) {
+	var got studydata.Direction
 	var existed bool
 	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
 		existed = false
@@ -32,7 +34,7 @@ func (p *PostgresStorage) createStudy(name string, dir Direction) (Direction, bo
 		if err != nil {
 			return err
 		}
-		got, err = ParseDirection(d)
+		got, err = studydata.ParseDirection(d)
 		return err
 	})
 	return got, existed, err
@@ -49,8 +51,8 @@ func (p *PostgresStorage) heartbeatMS() *int64 {
 	return &ms
 }
 
-func (p *PostgresStorage) studyDirection(name string) (Direction, error) {
-	var dir Direction
+func (p *PostgresStorage) StudyDirection(name string) (studydata.Direction, error) {
+	var dir studydata.Direction
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
 		var d string
 		err := tx.QueryRow(ctx, "SELECT direction FROM gomase_studies WHERE name = $1", name).Scan(&d)
@@ -60,7 +62,7 @@ func (p *PostgresStorage) studyDirection(name string) (Direction, error) {
 		if err != nil {
 			return err
 		}
-		dir, err = ParseDirection(d)
+		dir, err = studydata.ParseDirection(d)
 		return err
 	})
 	return dir, err
@@ -84,12 +86,12 @@ func nextNumber(ctx context.Context, tx pgx.Tx, id int64) (int, error) {
 	return number, err
 }
 
-// startTrial runs in one transaction under the study row's lock, so that
+// StartTrial runs in one transaction under the study row's lock, so that
 // the plan (the grid's choice of a point, OptimizeUntil's count of the
 // trials still to run) sees every trial started before and none can start
 // before this one is recorded with its system attributes.
-func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial, error) {
-	var ft FrozenTrial
+func (p *PostgresStorage) StartTrial(study string, plan studydata.StartPlan) (studydata.FrozenTrial, error) {
+	var ft studydata.FrozenTrial
 	o := p.self
 	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
 		id, err := lockStudy(ctx, tx, study)
@@ -108,7 +110,7 @@ func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial,
 			if err != nil {
 				return err
 			}
-			var w *FrozenTrial
+			var w *studydata.FrozenTrial
 			if waiting >= 0 {
 				for i := range ts {
 					if ts[i].Number == waiting {
@@ -139,15 +141,15 @@ func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial,
 		if err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(attrs) {
+		for _, k := range slices.Sorted(maps.Keys(attrs)) {
 			if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_system_attrs (study_id, number, key, value) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (study_id, number, key) DO UPDATE SET value = EXCLUDED.value`, id, number, k, attrs[k]); err != nil {
 				return err
 			}
 		}
 		if waiting < 0 { // a new trial holds only what was just written
-			ft = FrozenTrial{Number: number, State: Running, Value: math.NaN(), Started: now,
-				Params: map[string]any{}, Distributions: map[string]Distribution{}, internal: map[string]float64{},
+			ft = studydata.FrozenTrial{Number: number, State: studydata.Running, Value: math.NaN(), Started: now,
+				Params: map[string]any{}, Distributions: map[string]studydata.Distribution{}, InternalParams: map[string]float64{},
 				UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(attrs)}
 			if ft.SystemAttrs == nil {
 				ft.SystemAttrs = map[string]string{}
@@ -168,13 +170,13 @@ func (p *PostgresStorage) startTrial(study string, plan startPlan) (FrozenTrial,
 }
 
 // insertWhole inserts a trial given whole (waiting or finished) as number.
-func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft FrozenTrial) error {
+func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft studydata.FrozenTrial) error {
 	ft.Number = number
-	if err := checkAdded(&ft); err != nil {
+	if err := studydata.CheckAdded(&ft); err != nil {
 		return pgInvalid{err}
 	}
 	var value *float64
-	if ft.State == Complete {
+	if ft.State == studydata.Complete {
 		value = &ft.Value
 	}
 	var started, finished *time.Time
@@ -193,21 +195,21 @@ func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft Frozen
 		}
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO gomase_trials (study_id, number, state, value, message, recovered, started, finished)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, number, ft.State.String(), value, ft.Message, ft.recovered, started, finished)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, number, ft.State.String(), value, ft.Message, ft.Recovered, started, finished)
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(ft.Distributions) {
-		dj, err := marshalDist(ft.Distributions[name])
+	for _, name := range slices.Sorted(maps.Keys(ft.Distributions)) {
+		dj, err := studydata.MarshalDistribution(ft.Distributions[name])
 		if err != nil {
 			return pgInvalid{fmt.Errorf("trial %d, parameter %q: %w", number, name, err)}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_params (study_id, number, name, value, distribution) VALUES ($1, $2, $3, $4, $5)`,
-			id, number, name, ft.internal[name], []byte(dj)); err != nil {
+			id, number, name, ft.InternalParams[name], []byte(dj)); err != nil {
 			return err
 		}
 	}
-	for _, k := range sortedKeys(ft.UserAttrs) {
+	for _, k := range slices.Sorted(maps.Keys(ft.UserAttrs)) {
 		vj, err := json.Marshal(ft.UserAttrs[k])
 		if err != nil {
 			return pgInvalid{fmt.Errorf("trial %d: user attribute %q must be JSON-encodable; %T is not: %w", number, k, ft.UserAttrs[k], err)}
@@ -217,7 +219,7 @@ func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft Frozen
 			return err
 		}
 	}
-	for _, k := range sortedKeys(ft.SystemAttrs) {
+	for _, k := range slices.Sorted(maps.Keys(ft.SystemAttrs)) {
 		if _, err := tx.Exec(ctx, `INSERT INTO gomase_trial_system_attrs (study_id, number, key, value) VALUES ($1, $2, $3, $4)`,
 			id, number, k, ft.SystemAttrs[k]); err != nil {
 			return err
@@ -226,7 +228,7 @@ func insertWhole(ctx context.Context, tx pgx.Tx, id int64, number int, ft Frozen
 	return nil
 }
 
-func (p *PostgresStorage) enqueueTrial(study string, ft FrozenTrial) (int, error) {
+func (p *PostgresStorage) EnqueueTrial(study string, ft studydata.FrozenTrial) (int, error) {
 	var number int
 	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
 		id, err := lockStudy(ctx, tx, study)
@@ -236,15 +238,15 @@ func (p *PostgresStorage) enqueueTrial(study string, ft FrozenTrial) (int, error
 		if number, err = nextNumber(ctx, tx, id); err != nil {
 			return err
 		}
-		ft.State = Waiting
+		ft.State = studydata.Waiting
 		return insertWhole(ctx, tx, id, number, ft)
 	})
 	return number, err
 }
 
 // enqueueRetry inserts the retry of failed trial ft (retryOf), if any.
-func enqueueRetry(ctx context.Context, tx pgx.Tx, study string, ft FrozenTrial, retries int) (*FrozenTrial, error) {
-	r, ok := retryOf(ft, retries)
+func enqueueRetry(ctx context.Context, tx pgx.Tx, study string, ft studydata.FrozenTrial, retries int) (*studydata.FrozenTrial, error) {
+	r, ok := studydata.RetryOf(ft, retries)
 	if !ok {
 		return nil, nil
 	}
@@ -258,11 +260,11 @@ func enqueueRetry(ctx context.Context, tx pgx.Tx, study string, ft FrozenTrial, 
 	if err := insertWhole(ctx, tx, id, r.Number, r); err != nil {
 		return nil, err
 	}
-	r = normalizeAdded(r)
+	r = studydata.NormalizeAdded(r)
 	return &r, nil
 }
 
-func (p *PostgresStorage) importStudy(name string, dir Direction, trials []FrozenTrial) error {
+func (p *PostgresStorage) ImportStudy(name string, dir studydata.Direction, trials []studydata.FrozenTrial) error {
 	return p.write(func(ctx context.Context, tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, `INSERT INTO gomase_studies (name, direction, next_trial) VALUES ($1, $2, $3)
@@ -311,10 +313,10 @@ func lockRunning(ctx context.Context, tx pgx.Tx, study string, number int) (int6
 	if err != nil {
 		return 0, err
 	}
-	if state == Waiting.String() {
+	if state == studydata.Waiting.String() {
 		return 0, pgInvalid{fmt.Errorf("trial %d of study %q is waiting (enqueued), not running; only a running trial can change", number, study)}
 	}
-	if state != Running.String() {
+	if state != studydata.Running.String() {
 		if msg != "" {
 			msg = ": " + msg
 		}
@@ -323,8 +325,8 @@ func lockRunning(ctx context.Context, tx pgx.Tx, study string, number int) (int6
 	return id, nil
 }
 
-func (p *PostgresStorage) setParam(study string, number int, name string, x float64, d Distribution) error {
-	dj, err := marshalDist(d)
+func (p *PostgresStorage) SetParam(study string, number int, name string, x float64, d studydata.Distribution) error {
+	dj, err := studydata.MarshalDistribution(d)
 	if err != nil {
 		return fmt.Errorf("PostgreSQL storage cannot store parameter %q: %w", name, err)
 	}
@@ -338,11 +340,11 @@ func (p *PostgresStorage) setParam(study string, number int, name string, x floa
 			id, number, name).Scan(&old)
 		switch {
 		case err == nil:
-			od, err := unmarshalDist(old)
+			od, err := studydata.UnmarshalDistribution(old)
 			if err != nil {
 				return fmt.Errorf("trial %d, parameter %q: stored distribution %s: %w", number, name, old, err)
 			}
-			if !od.equal(d) {
+			if !od.Equal(d) {
 				return pgInvalid{fmt.Errorf("parameter %q of trial %d is already set with distribution %v, not %v", name, number, od, d)}
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
@@ -356,7 +358,7 @@ func (p *PostgresStorage) setParam(study string, number int, name string, x floa
 	})
 }
 
-func (p *PostgresStorage) setUserAttr(study string, number int, key string, v any) error {
+func (p *PostgresStorage) SetUserAttr(study string, number int, key string, v any) error {
 	vj, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("PostgreSQL storage needs JSON-encodable user attributes; %T is not: %w", v, err)
@@ -372,7 +374,7 @@ func (p *PostgresStorage) setUserAttr(study string, number int, key string, v an
 	})
 }
 
-func (p *PostgresStorage) setSystemAttr(study string, number int, key, v string) error {
+func (p *PostgresStorage) SetSystemAttr(study string, number int, key, v string) error {
 	return p.write(func(ctx context.Context, tx pgx.Tx) error {
 		id, err := lockRunning(ctx, tx, study, number)
 		if err != nil {
@@ -384,17 +386,17 @@ func (p *PostgresStorage) setSystemAttr(study string, number int, key, v string)
 	})
 }
 
-func (p *PostgresStorage) finishTrial(study string, number int, state TrialState, value float64, msg string, retries int) (FrozenTrial, *FrozenTrial, error) {
+func (p *PostgresStorage) FinishTrial(study string, number int, state studydata.TrialState, value float64, msg string, retries int) (studydata.FrozenTrial, *studydata.FrozenTrial, error) {
 	if err := checkFinish(number, state, value); err != nil {
-		return FrozenTrial{}, nil, err
+		return studydata.FrozenTrial{}, nil, err
 	}
-	var retry *FrozenTrial
+	var retry *studydata.FrozenTrial
 	var stored *float64
-	if state == Complete {
+	if state == studydata.Complete {
 		stored = &value
 	}
 	now := pgTime(time.Now())
-	var ft FrozenTrial
+	var ft studydata.FrozenTrial
 	err := p.write(func(ctx context.Context, tx pgx.Tx) error {
 		id, err := lockRunning(ctx, tx, study, number)
 		if err != nil {
@@ -418,11 +420,11 @@ func (p *PostgresStorage) finishTrial(study string, number int, state TrialState
 	return ft, retry, err
 }
 
-// trials reads the study's trials. Finished trials never change, so those
+// Trials reads the study's Trials. Finished Trials never change, so those
 // read once are kept (per study id) and only the others are read again: the
-// trials from the first one not kept on, less those kept after it.
-func (p *PostgresStorage) trials(study string) ([]FrozenTrial, error) {
-	var out []FrozenTrial
+// Trials from the first one not kept on, less those kept after it.
+func (p *PostgresStorage) Trials(study string) ([]studydata.FrozenTrial, error) {
+	var out []studydata.FrozenTrial
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
@@ -439,14 +441,14 @@ func (p *PostgresStorage) trials(study string) ([]FrozenTrial, error) {
 }
 
 // trialsTx reads the trials of study id in transaction tx, with the kept ones.
-func (p *PostgresStorage) trialsTx(ctx context.Context, tx pgx.Tx, study string, id int64) ([]FrozenTrial, error) {
+func (p *PostgresStorage) trialsTx(ctx context.Context, tx pgx.Tx, study string, id int64) ([]studydata.FrozenTrial, error) {
 	kept, from, skip := p.kept(study, id)
 	fresh, err := loadTrials(ctx, tx, id, " AND number >= $2 AND NOT (number = ANY($3))", from, skip)
 	if err != nil {
 		return nil, err
 	}
 	p.keep(study, id, fresh)
-	out := make([]FrozenTrial, 0, len(kept)+len(fresh))
+	out := make([]studydata.FrozenTrial, 0, len(kept)+len(fresh))
 	i := 0
 	for _, ft := range fresh { // merge two lists in number order
 		for i < len(kept) && kept[i].Number < ft.Number {
@@ -461,20 +463,20 @@ func (p *PostgresStorage) trialsTx(ctx context.Context, tx pgx.Tx, study string,
 // pgKept are the finished trials of a study that a storage has read.
 type pgKept struct {
 	id     int64
-	trials map[int]FrozenTrial
+	trials map[int]studydata.FrozenTrial
 	from   int // the lowest number not kept
 }
 
 // kept returns the kept trials of a study in number order, the lowest
 // number not kept, and the numbers kept above it.
-func (p *PostgresStorage) kept(study string, id int64) ([]FrozenTrial, int, []int32) {
+func (p *PostgresStorage) kept(study string, id int64) ([]studydata.FrozenTrial, int, []int32) {
 	p.keptMu.Lock()
 	defer p.keptMu.Unlock()
 	k := p.keptTrials[study]
 	if k == nil || k.id != id { // new, or the study was deleted and made again
 		return nil, 0, []int32{}
 	}
-	out := make([]FrozenTrial, 0, len(k.trials))
+	out := make([]studydata.FrozenTrial, 0, len(k.trials))
 	skip := []int32{}
 	for n := range k.from {
 		out = append(out, k.trials[n])
@@ -485,12 +487,12 @@ func (p *PostgresStorage) kept(study string, id int64) ([]FrozenTrial, int, []in
 			skip = append(skip, int32(n))
 		}
 	}
-	slices.SortFunc(out[k.from:], func(a, b FrozenTrial) int { return a.Number - b.Number })
+	slices.SortFunc(out[k.from:], func(a, b studydata.FrozenTrial) int { return a.Number - b.Number })
 	return out, k.from, skip
 }
 
 // keep adds the finished trials among ts to the kept ones.
-func (p *PostgresStorage) keep(study string, id int64, ts []FrozenTrial) {
+func (p *PostgresStorage) keep(study string, id int64, ts []studydata.FrozenTrial) {
 	p.keptMu.Lock()
 	defer p.keptMu.Unlock()
 	if p.keptTrials == nil {
@@ -498,7 +500,7 @@ func (p *PostgresStorage) keep(study string, id int64, ts []FrozenTrial) {
 	}
 	k := p.keptTrials[study]
 	if k == nil || k.id != id {
-		k = &pgKept{id: id, trials: map[int]FrozenTrial{}}
+		k = &pgKept{id: id, trials: map[int]studydata.FrozenTrial{}}
 		p.keptTrials[study] = k
 	}
 	for _, ft := range ts {
@@ -516,25 +518,25 @@ func (p *PostgresStorage) keep(study string, id int64, ts []FrozenTrial) {
 
 // loadTrials reads the trials of a study that filter (SQL on number, its
 // parameters from $2 on) selects, in number order.
-func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, filterArgs ...any) ([]FrozenTrial, error) {
+func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, filterArgs ...any) ([]studydata.FrozenTrial, error) {
 	args := append([]any{studyID}, filterArgs...)
 	rows, err := tx.Query(ctx, `SELECT number, state, value, message, recovered, started, finished
 		FROM gomase_trials WHERE study_id = $1`+filter+` ORDER BY number`, args...)
 	if err != nil {
 		return nil, err
 	}
-	var out []FrozenTrial
+	var out []studydata.FrozenTrial
 	index := map[int]int{}
 	for rows.Next() {
-		var ft FrozenTrial
+		var ft studydata.FrozenTrial
 		var state string
 		var value *float64
 		var started, finished *time.Time
-		if err := rows.Scan(&ft.Number, &state, &value, &ft.Message, &ft.recovered, &started, &finished); err != nil {
+		if err := rows.Scan(&ft.Number, &state, &value, &ft.Message, &ft.Recovered, &started, &finished); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if ft.State, err = parseState(state); err != nil {
+		if ft.State, err = studydata.ParseTrialState(state); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -548,7 +550,7 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 		if finished != nil {
 			ft.Finished = *finished
 		}
-		ft.Params, ft.Distributions, ft.internal = map[string]any{}, map[string]Distribution{}, map[string]float64{}
+		ft.Params, ft.Distributions, ft.InternalParams = map[string]any{}, map[string]studydata.Distribution{}, map[string]float64{}
 		ft.UserAttrs, ft.SystemAttrs = map[string]any{}, map[string]string{}
 		index[ft.Number] = len(out)
 		out = append(out, ft)
@@ -558,7 +560,7 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 	}
 	// each hands every row of an attribute table to scan; at gives scan the
 	// trial of a number (nil for one not read: skip it).
-	at := func(number int) *FrozenTrial {
+	at := func(number int) *studydata.FrozenTrial {
 		if i, ok := index[number]; ok {
 			return &out[i]
 		}
@@ -589,11 +591,11 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 		if ft == nil {
 			return nil
 		}
-		d, err := unmarshalDist(dj)
+		d, err := studydata.UnmarshalDistribution(dj)
 		if err != nil {
 			return fmt.Errorf("trial %d, parameter %q: distribution %s: %w", number, name, dj, err)
 		}
-		ft.internal[name] = x
+		ft.InternalParams[name] = x
 		ft.Distributions[name] = d
 		ft.Params[name] = d.ToExternal(x)
 		return nil

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -155,7 +157,7 @@ func (b *pyJSON) value(v any) {
 		b.buf.WriteByte(']')
 	case map[string]any:
 		b.rawObject(func() {
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				b.field(k, v[k])
 			}
 		})

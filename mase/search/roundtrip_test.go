@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // roundTripObjective suggests parameters of every kind and a categorical
@@ -34,7 +36,7 @@ func roundTripObjective(tr *Trial) (float64, error) {
 
 // compareReopened fails t where a trial read back from a reopened storage
 // differs from the one written.
-func compareReopened(t *testing.T, before, after []FrozenTrial) {
+func compareReopened(t *testing.T, before, after []studydata.FrozenTrial) {
 	t.Helper()
 	if len(after) != len(before) {
 		t.Fatalf("%d trials after reopening, want %d", len(after), len(before))
@@ -48,7 +50,7 @@ func compareReopened(t *testing.T, before, after []FrozenTrial) {
 			t.Errorf("trial %d differs after reopening:\n%+v\n%+v", i, b, a)
 		}
 		for name, d := range b.Distributions {
-			if !d.equal(a.Distributions[name]) {
+			if !d.Equal(a.Distributions[name]) {
 				t.Errorf("trial %d: distribution of %q %v became %v", i, name, d, a.Distributions[name])
 			}
 		}

@@ -3,6 +3,8 @@ package search
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // Sampler proposes parameter values. Sample is called once per parameter per
@@ -12,16 +14,16 @@ import (
 //
 // RandomSampler, GridSampler and TPESampler implement it.
 type Sampler interface {
-	Sample(study *Study, trial *Trial, name string, dist Distribution) (float64, error)
+	Sample(study *Study, trial *Trial, name string, dist studydata.Distribution) (float64, error)
 }
 
 // trialStarter is a sampler that prepares each trial (the grid picks its
 // point). startAttrs runs under the storage's lock as the trial starts (see
-// startPlan), with the study's trials and the Waiting trial being started
+// StartPlan), with the study's trials and the Waiting trial being started
 // (nil for a new one); it returns the system attributes to record with the
-// trial, ErrStudyStopped, or errWait.
+// trial, ErrStudyStopped, or ErrWait.
 type trialStarter interface {
-	startAttrs(s *Study, trials []FrozenTrial, waiting *FrozenTrial) (map[string]string, error)
+	startAttrs(s *Study, trials []studydata.FrozenTrial, waiting *studydata.FrozenTrial) (map[string]string, error)
 }
 
 // finiteSampler is a sampler that can run out of points (its startAttrs
@@ -49,16 +51,16 @@ func NewRandomSampler(seed int64) *RandomSampler {
 }
 
 // Sample draws a value of dist; it ignores the study's history.
-func (r *RandomSampler) Sample(_ *Study, _ *Trial, _ string, dist Distribution) (float64, error) {
+func (r *RandomSampler) Sample(_ *Study, _ *Trial, _ string, dist studydata.Distribution) (float64, error) {
 	return sampleUniform(r.rng, dist), nil
 }
 
 // sampleUniform is Optuna's uniform draw in the transformed space: a log
 // parameter is drawn in log space, a stepped one in [low − step/2,
 // high + step/2] and rounded onto the grid.
-func sampleUniform(rng *rand.Rand, dist Distribution) float64 {
+func sampleUniform(rng *rand.Rand, dist studydata.Distribution) float64 {
 	switch d := dist.(type) {
-	case FloatDistribution:
+	case studydata.FloatDistribution:
 		switch {
 		case d.Single():
 			return d.Low
@@ -71,7 +73,7 @@ func sampleUniform(rng *rand.Rand, dist Distribution) float64 {
 		default:
 			return math.Min(d.Low+rng.Float64()*(d.High-d.Low), math.Nextafter(d.High, math.Inf(-1)))
 		}
-	case IntDistribution:
+	case studydata.IntDistribution:
 		lo, hi := float64(d.Low), float64(d.High)
 		if d.Log {
 			a, b := math.Log(lo-0.5), math.Log(hi+0.5)
@@ -80,7 +82,7 @@ func sampleUniform(rng *rand.Rand, dist Distribution) float64 {
 		q := float64(d.Step)
 		x := lo - q/2 + rng.Float64()*(hi-lo+q)
 		return roundToStep(x, lo, hi, q)
-	case CategoricalDistribution:
+	case studydata.CategoricalDistribution:
 		return float64(rng.IntN(len(d.Choices)))
 	}
 	return math.NaN()

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // mixedObjective suggests every kind of parameter; it fails when fail is set.
@@ -156,7 +158,7 @@ func sphere(t *Trial) (float64, error) {
 	return s, nil
 }
 
-func bestOf(t *testing.T, sampler Sampler, dir Direction, obj Objective, n int) float64 {
+func bestOf(t *testing.T, sampler Sampler, dir studydata.Direction, obj Objective, n int) float64 {
 	t.Helper()
 	s := newTestStudy(t, Config{Sampler: sampler, Direction: dir})
 	if err := s.Optimize(context.Background(), obj, n, 0); err != nil {
@@ -179,9 +181,9 @@ func median(v []float64) float64 {
 func TestTPEBeatsRandom(t *testing.T) {
 	var tpe, tpeN, rnd []float64
 	for seed := range int64(9) {
-		tpe = append(tpe, bestOf(t, mustTPE(t, TPEOptions{Seed: seed}), Minimize, sphere, 100))
-		tpeN = append(tpeN, bestOf(t, mustTPE(t, TPEOptions{Seed: seed, NormalizedDensity: true}), Minimize, sphere, 100))
-		rnd = append(rnd, bestOf(t, NewRandomSampler(seed), Minimize, sphere, 100))
+		tpe = append(tpe, bestOf(t, mustTPE(t, TPEOptions{Seed: seed}), studydata.Minimize, sphere, 100))
+		tpeN = append(tpeN, bestOf(t, mustTPE(t, TPEOptions{Seed: seed, NormalizedDensity: true}), studydata.Minimize, sphere, 100))
+		rnd = append(rnd, bestOf(t, NewRandomSampler(seed), studydata.Minimize, sphere, 100))
 	}
 	mt, mn, mr := median(tpe), median(tpeN), median(rnd)
 	t.Logf("median best of 100 trials: TPE %.3f, TPE (normalised density) %.3f, Random %.3f", mt, mn, mr)
@@ -190,7 +192,7 @@ func TestTPEBeatsRandom(t *testing.T) {
 	}
 	// Maximising the negated sphere works the same way.
 	neg := func(tr *Trial) (float64, error) { v, err := sphere(tr); return -v, err }
-	if v := bestOf(t, mustTPE(t, TPEOptions{Seed: 1}), Maximize, neg, 100); v < -mr/2 {
+	if v := bestOf(t, mustTPE(t, TPEOptions{Seed: 1}), studydata.Maximize, neg, 100); v < -mr/2 {
 		t.Errorf("maximising −sphere: best %.3f, Random's median %.3f", v, -mr)
 	}
 }
@@ -205,14 +207,14 @@ func TestTPEOptions(t *testing.T) {
 	// No start-up, no prior, endpoints, custom gamma and weights all run.
 	s := mustTPE(t, TPEOptions{NStartupTrials: -1, NoPrior: true, NoMagicClip: true, ConsiderEndpoints: true,
 		Gamma: func(n int) int { return n / 2 }, Weights: func(n int) []float64 { return slices.Repeat([]float64{2}, n) }})
-	if v := bestOf(t, s, Minimize, mixedObjective(false, false), 40); math.IsNaN(v) {
+	if v := bestOf(t, s, studydata.Minimize, mixedObjective(false, false), 40); math.IsNaN(v) {
 		t.Error("NaN best")
 	}
 	bad := mustTPE(t, TPEOptions{NStartupTrials: 2, Weights: func(n int) []float64 { return make([]float64, n) }})
 	st := newTestStudy(t, Config{Sampler: bad})
 	st.Optimize(context.Background(), sphere, 4, 0)
 	ts, _ := st.Trials()
-	if ts[3].State != Fail || !strings.Contains(ts[3].Message, "only zeros") {
+	if ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "only zeros") {
 		t.Errorf("all-zero weights: trial 3 %v %q", ts[3].State, ts[3].Message)
 	}
 	if w := DefaultWeights(30); w[0] != 1.0/30 || w[4] != 1 || w[29] != 1 || len(w) != 30 {
@@ -253,7 +255,7 @@ func TestTPEDynamicSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if n := countStates(ts, Complete); n != 30 {
+	if n := countStates(ts, studydata.Complete); n != 30 {
 		t.Fatalf("%d of 30 complete: %s", n, ts[len(ts)-1].Message)
 	}
 }

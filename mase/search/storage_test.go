@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // afterTests run once every test of the package has (a shared server's stop).
@@ -30,21 +32,21 @@ func TestMain(m *testing.M) {
 type storageKind struct {
 	name string
 	// open returns a new, empty storage.
-	open func(t *testing.T) Storage
+	open func(t *testing.T) studydata.Storage
 	// jsonOnly: user attributes must be JSON-encodable.
 	jsonOnly bool
 	// orphan records a Running trial of study owned by o (another process),
 	// returning its number; nil when the storage cannot hold one.
-	orphan func(t *testing.T, s Storage, study string, o owner) int
+	orphan func(t *testing.T, s studydata.Storage, study string, o owner) int
 }
 
 // storageKinds are the storages the shared tests run on; postgres_test.go
 // adds PostgreSQL's.
 var storageKinds = []storageKind{
-	{name: "memory", open: func(*testing.T) Storage { return NewInMemoryStorage() }},
+	{name: "memory", open: func(*testing.T) studydata.Storage { return NewInMemoryStorage() }},
 	{
 		name: "journal",
-		open: func(t *testing.T) Storage {
+		open: func(t *testing.T) studydata.Storage {
 			j, err := OpenJournal(filepath.Join(t.TempDir(), "s.jsonl"), quiet)
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +55,7 @@ var storageKinds = []storageKind{
 			return j
 		},
 		jsonOnly: true,
-		orphan: func(t *testing.T, s Storage, study string, o owner) int {
+		orphan: func(t *testing.T, s studydata.Storage, study string, o owner) int {
 			j := s.(*JournalStorage)
 			var number int
 			err := j.update(func(emit func(*journalRecord) error) error {
@@ -102,21 +104,21 @@ func TestStorageSemantics(t *testing.T) {
 				}
 			}
 			// Studies: created once, the recorded direction wins.
-			d, existed, err := s.createStudy("a", Maximize)
-			if err != nil || d != Maximize || existed {
+			d, existed, err := s.CreateStudy("a", studydata.Maximize)
+			if err != nil || d != studydata.Maximize || existed {
 				t.Fatalf("createStudy(a): %v %v %v", d, existed, err)
 			}
-			d, existed, err = s.createStudy("a", Minimize)
-			if err != nil || d != Maximize || !existed {
+			d, existed, err = s.CreateStudy("a", studydata.Minimize)
+			if err != nil || d != studydata.Maximize || !existed {
 				t.Fatalf("createStudy(a) again: %v %v %v", d, existed, err)
 			}
 			noStudy := `study "nope" does not exist in the storage`
 			_, _, err = createTrial(s, "nope")
 			wantErr(t, "createTrial(nope)", err, noStudy)
-			_, err = s.trials("nope")
+			_, err = s.Trials("nope")
 			wantErr(t, "trials(nope)", err, noStudy)
-			wantErr(t, "setParam(nope)", s.setParam("nope", 0, "x", 0, FloatDistribution{Low: 0, High: 1}), noStudy)
-			_, err = finishTrial(s, "nope", 0, Complete, 1, "")
+			wantErr(t, "setParam(nope)", s.SetParam("nope", 0, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}), noStudy)
+			_, err = finishTrial(s, "nope", 0, studydata.Complete, 1, "")
 			wantErr(t, "finishTrial(nope)", err, noStudy)
 
 			// Trials are numbered from 0 in each study.
@@ -129,60 +131,60 @@ func TestStorageSemantics(t *testing.T) {
 			if n0 != 0 || n1 != 1 || n2 != 2 {
 				t.Fatalf("trial numbers %d %d %d", n0, n1, n2)
 			}
-			must2 := func(_ Direction, _ bool, err error) { must(err) }
-			must2(s.createStudy("b", Minimize))
+			must2 := func(_ studydata.Direction, _ bool, err error) { must(err) }
+			must2(s.CreateStudy("b", studydata.Minimize))
 			if nb, _, err := createTrial(s, "b"); err != nil || nb != 0 {
 				t.Fatalf("first trial of b: %d %v", nb, err)
 			}
 			for _, n := range []int{3, -1} {
-				wantErr(t, "setParam(unknown trial)", s.setParam("a", n, "x", 0, FloatDistribution{Low: 0, High: 1}),
+				wantErr(t, "setParam(unknown trial)", s.SetParam("a", n, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}),
 					`does not exist in study "a" (it has 3 trials)`)
 			}
 
 			// Parameters keep their distribution; attributes.
-			fd := FloatDistribution{Low: 0, High: 1}
-			cd := CategoricalDistribution{Choices: []any{"a", 2, nil}}
-			must(s.setParam("a", 0, "x", 0.5, fd))
-			must(s.setParam("a", 0, "x", 0.75, fd))
-			wantErr(t, "setParam(other distribution)", s.setParam("a", 0, "x", 0.5, FloatDistribution{Low: 0, High: 2}),
+			fd := studydata.FloatDistribution{Low: 0, High: 1}
+			cd := studydata.CategoricalDistribution{Choices: []any{"a", 2, nil}}
+			must(s.SetParam("a", 0, "x", 0.5, fd))
+			must(s.SetParam("a", 0, "x", 0.75, fd))
+			wantErr(t, "setParam(other distribution)", s.SetParam("a", 0, "x", 0.5, studydata.FloatDistribution{Low: 0, High: 2}),
 				`parameter "x" of trial 0 is already set with distribution`)
-			must(s.setParam("a", 0, "c", 1, cd))
-			must(s.setParam("a", 0, "n", 3, IntDistribution{Low: 1, High: 9, Step: 2}))
-			must(s.setUserAttr("a", 0, "note", "hi"))
-			must(s.setUserAttr("a", 0, "note", "hello"))
-			must(s.setUserAttr("a", 0, "m", map[string]any{"acc": 0.5}))
-			must(s.setSystemAttr("a", 0, "grid", "g1"))
+			must(s.SetParam("a", 0, "c", 1, cd))
+			must(s.SetParam("a", 0, "n", 3, studydata.IntDistribution{Low: 1, High: 9, Step: 2}))
+			must(s.SetUserAttr("a", 0, "note", "hi"))
+			must(s.SetUserAttr("a", 0, "note", "hello"))
+			must(s.SetUserAttr("a", 0, "m", map[string]any{"acc": 0.5}))
+			must(s.SetSystemAttr("a", 0, "grid", "g1"))
 			if k.jsonOnly {
-				wantErr(t, "setUserAttr(func)", s.setUserAttr("a", 0, "f", func() {}), "JSON-encodable")
+				wantErr(t, "setUserAttr(func)", s.SetUserAttr("a", 0, "f", func() {}), "JSON-encodable")
 			}
 
 			// Finishing.
-			_, err = finishTrial(s, "a", 0, Running, 1, "")
+			_, err = finishTrial(s, "a", 0, studydata.Running, 1, "")
 			wantErr(t, "finish as running", err, "cannot finish trial 0 in state running")
-			_, err = finishTrial(s, "a", 0, Complete, math.NaN(), "")
+			_, err = finishTrial(s, "a", 0, studydata.Complete, math.NaN(), "")
 			wantErr(t, "complete with NaN", err, "a complete trial needs a finite value")
-			_, err = finishTrial(s, "a", 0, Complete, math.Inf(1), "")
+			_, err = finishTrial(s, "a", 0, studydata.Complete, math.Inf(1), "")
 			wantErr(t, "complete with +Inf", err, "a complete trial needs a finite value")
-			ft, err := finishTrial(s, "a", 0, Complete, 1.5, "")
+			ft, err := finishTrial(s, "a", 0, studydata.Complete, 1.5, "")
 			must(err)
-			if ft.Number != 0 || ft.State != Complete || ft.Value != 1.5 || ft.Params["x"] != 0.75 || ft.Params["c"] != 2 ||
+			if ft.Number != 0 || ft.State != studydata.Complete || ft.Value != 1.5 || ft.Params["x"] != 0.75 || ft.Params["c"] != 2 ||
 				ft.Params["n"] != 3 || ft.UserAttrs["note"] != "hello" || ft.SystemAttrs["grid"] != "g1" ||
 				ft.Finished.IsZero() || ft.Finished.Before(ft.Started) || !ft.Started.Equal(start0) {
 				t.Errorf("finished trial 0: %+v", ft)
 			}
-			_, err = finishTrial(s, "a", 0, Fail, 0, "again")
+			_, err = finishTrial(s, "a", 0, studydata.Fail, 0, "again")
 			wantErr(t, "finish twice", err, `trial 0 of study "a" is already finished (complete); only a running trial can change`)
-			wantErr(t, "setParam(finished)", s.setParam("a", 0, "y", 0, fd), "is already finished")
-			ft, err = finishTrial(s, "a", 1, Pruned, 3, "too slow")
+			wantErr(t, "setParam(finished)", s.SetParam("a", 0, "y", 0, fd), "is already finished")
+			ft, err = finishTrial(s, "a", 1, studydata.Pruned, 3, "too slow")
 			must(err)
-			if ft.State != Pruned || !math.IsNaN(ft.Value) || ft.Message != "too slow" {
+			if ft.State != studydata.Pruned || !math.IsNaN(ft.Value) || ft.Message != "too slow" {
 				t.Errorf("pruned trial 1: %+v", ft)
 			}
-			wantErr(t, "setUserAttr(pruned)", s.setUserAttr("a", 1, "k", 1), "already finished (pruned: too slow)")
-			wantErr(t, "setSystemAttr(pruned)", s.setSystemAttr("a", 1, "k", "v"), "already finished (pruned: too slow)")
+			wantErr(t, "setUserAttr(pruned)", s.SetUserAttr("a", 1, "k", 1), "already finished (pruned: too slow)")
+			wantErr(t, "setSystemAttr(pruned)", s.SetSystemAttr("a", 1, "k", "v"), "already finished (pruned: too slow)")
 
 			// trials: in number order, the running one with NaN and no end.
-			ts, err := s.trials("a")
+			ts, err := s.Trials("a")
 			must(err)
 			if len(ts) != 3 {
 				t.Fatalf("%d trials, want 3", len(ts))
@@ -192,12 +194,12 @@ func TestStorageSemantics(t *testing.T) {
 					t.Errorf("trials()[%d] is trial %d", i, tr.Number)
 				}
 			}
-			if ts[2].State != Running || !math.IsNaN(ts[2].Value) || !ts[2].Finished.IsZero() || ts[2].Duration() != 0 {
+			if ts[2].State != studydata.Running || !math.IsNaN(ts[2].Value) || !ts[2].Finished.IsZero() || ts[2].Duration() != 0 {
 				t.Errorf("running trial: %+v", ts[2])
 			}
 			want := map[string]any{"x": 0.75, "c": 2, "n": 3}
-			if !reflect.DeepEqual(ts[0].Params, want) || ts[0].internal["c"] != 1 || !ts[0].Distributions["c"].equal(cd) {
-				t.Errorf("trial 0 params %v internal %v distributions %v", ts[0].Params, ts[0].internal, ts[0].Distributions)
+			if !reflect.DeepEqual(ts[0].Params, want) || ts[0].InternalParams["c"] != 1 || !ts[0].Distributions["c"].Equal(cd) {
+				t.Errorf("trial 0 params %v internal %v distributions %v", ts[0].Params, ts[0].InternalParams, ts[0].Distributions)
 			}
 			if m, ok := ts[0].UserAttrs["m"].(map[string]any); k.jsonOnly && (!ok || m["acc"] != 0.5) {
 				t.Errorf("user attribute m came back as %#v", ts[0].UserAttrs["m"])
@@ -221,9 +223,9 @@ func TestStorageSemantics(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(failed, []int{3}) {
 				t.Fatalf("failStale: %v %v, want [3]", failed, err)
 			}
-			ts, err = s.trials("a")
+			ts, err = s.Trials("a")
 			must(err)
-			if ts[3].State != Fail || !ts[3].recovered || !strings.Contains(ts[3].Message, "is gone") || ts[2].State != Running {
+			if ts[3].State != studydata.Fail || !ts[3].Recovered || !strings.Contains(ts[3].Message, "is gone") || ts[2].State != studydata.Running {
 				t.Errorf("after failStale: trial 3 %v %q, trial 2 %v", ts[3].State, ts[3].Message, ts[2].State)
 			}
 			if failed, err = failStale(s, "a"); err != nil || len(failed) != 0 {
@@ -234,23 +236,23 @@ func TestStorageSemantics(t *testing.T) {
 }
 
 // createTrial starts a new trial with no plan (the old createTrial).
-func createTrial(s Storage, study string) (int, time.Time, error) {
-	ft, err := s.startTrial(study, nil)
+func createTrial(s studydata.Storage, study string) (int, time.Time, error) {
+	ft, err := s.StartTrial(study, nil)
 	return ft.Number, ft.Started, err
 }
 
 // finishTrial finishes a trial without retry.
-func finishTrial(s Storage, study string, number int, state TrialState, value float64, msg string) (FrozenTrial, error) {
-	ft, _, err := s.finishTrial(study, number, state, value, msg, 0)
+func finishTrial(s studydata.Storage, study string, number int, state studydata.TrialState, value float64, msg string) (studydata.FrozenTrial, error) {
+	ft, _, err := s.FinishTrial(study, number, state, value, msg, 0)
 	return ft, err
 }
 
 // failStale fails stale trials without retry and returns their numbers.
-func failStale(s Storage, study string) ([]int, error) {
-	st, err := s.failStale(study, 0)
+func failStale(s studydata.Storage, study string) ([]int, error) {
+	st, err := s.FailStale(study, 0)
 	var out []int
 	for _, f := range st {
-		out = append(out, f.number)
+		out = append(out, f.Number)
 	}
 	return out, err
 }

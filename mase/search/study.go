@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // ErrNoCompleteTrial is returned by BestTrial when no trial has completed.
@@ -31,13 +33,13 @@ type Config struct {
 	// Name identifies the study in its storage; "" means "default".
 	Name string
 	// Direction is Minimize (the zero value) or Maximize.
-	Direction Direction
+	Direction studydata.Direction
 	// Sampler proposes parameter values; nil means NewTPESampler(TPEOptions{})
 	// with a random seed, Optuna's default.
 	Sampler Sampler
 	// Storage holds the trials; nil means a new InMemoryStorage. Give a
 	// JournalStorage to keep a study on disk and resume it.
-	Storage Storage
+	Storage studydata.Storage
 	// Logger receives a line per finished trial (Info) and warnings; nil
 	// means slog.Default().
 	Logger *slog.Logger
@@ -45,7 +47,7 @@ type Config struct {
 	// finishes (through Optimize, OptimizeUntil or Tell), after it is
 	// stored: Optuna's optimize(callbacks=...). Trials finished by other
 	// processes sharing the storage are not reported.
-	Callbacks []func(*Study, FrozenTrial)
+	Callbacks []func(*Study, studydata.FrozenTrial)
 	// RetryFailed re-enqueues a trial that ends Fail (its objective failed
 	// or panicked, or its worker died and it was marked failed) as a new,
 	// Waiting trial with the same parameters, which the next Ask of any
@@ -63,11 +65,11 @@ type Config struct {
 // Optimize on it at once (the sampler is called under a lock).
 type Study struct {
 	name      string
-	direction Direction
+	direction studydata.Direction
 	sampler   Sampler
-	storage   Storage
+	storage   studydata.Storage
 	logger    *slog.Logger
-	callbacks []func(*Study, FrozenTrial)
+	callbacks []func(*Study, studydata.FrozenTrial)
 
 	retries int
 
@@ -100,7 +102,7 @@ func NewStudy(cfg Config) (*Study, error) {
 	if s.retries < 0 {
 		return nil, fmt.Errorf("search: NewStudy: RetryFailed %d is invalid; it must be ≥ 0 (0: no retry)", s.retries)
 	}
-	if s.direction != Minimize && s.direction != Maximize {
+	if s.direction != studydata.Minimize && s.direction != studydata.Maximize {
 		return nil, fmt.Errorf("search: NewStudy: direction %v is invalid (allowed: Minimize, Maximize)", s.direction)
 	}
 	if s.logger == nil {
@@ -116,7 +118,7 @@ func NewStudy(cfg Config) (*Study, error) {
 	if s.storage == nil {
 		s.storage = NewInMemoryStorage()
 	}
-	dir, existed, err := s.storage.createStudy(s.name, s.direction)
+	dir, existed, err := s.storage.CreateStudy(s.name, s.direction)
 	if err != nil {
 		return nil, fmt.Errorf("search: NewStudy(%q): %w", s.name, err)
 	}
@@ -128,8 +130,8 @@ func NewStudy(cfg Config) (*Study, error) {
 		if _, err := s.recover(); err != nil {
 			return nil, err
 		}
-		if trials, err := s.storage.trials(s.name); err == nil {
-			s.logger.Info("search: resuming study", "study", s.name, "trials", len(trials), "finished", countStates(trials, Complete, Pruned, Fail))
+		if trials, err := s.storage.Trials(s.name); err == nil {
+			s.logger.Info("search: resuming study", "study", s.name, "trials", len(trials), "finished", countStates(trials, studydata.Complete, studydata.Pruned, studydata.Fail))
 		}
 	}
 	return s, nil
@@ -141,16 +143,16 @@ func (s *Study) recover() (bool, error) {
 	s.recoverMu.Lock()
 	s.lastRecover = time.Now()
 	s.recoverMu.Unlock()
-	failed, err := s.storage.failStale(s.name, s.retries)
+	failed, err := s.storage.FailStale(s.name, s.retries)
 	if err != nil {
 		return false, fmt.Errorf("search: study %q: marking crashed trials failed: %w", s.name, err)
 	}
 	if len(failed) > 0 {
 		var numbers, retries []int
 		for _, f := range failed {
-			numbers = append(numbers, f.number)
-			if f.retry >= 0 {
-				retries = append(retries, f.retry)
+			numbers = append(numbers, f.Number)
+			if f.Retry >= 0 {
+				retries = append(retries, f.Retry)
 			}
 		}
 		if len(retries) > 0 {
@@ -178,46 +180,46 @@ func (s *Study) recoverSometimes() error {
 func (s *Study) Name() string { return s.name }
 
 // Direction returns Minimize or Maximize.
-func (s *Study) Direction() Direction { return s.direction }
+func (s *Study) Direction() studydata.Direction { return s.direction }
 
 // Sampler returns the study's sampler.
 func (s *Study) Sampler() Sampler { return s.sampler }
 
 // Trials returns a copy of every trial of the study, in number order,
 // including those other processes sharing the storage run or ran.
-func (s *Study) Trials() ([]FrozenTrial, error) {
-	ts, err := s.storage.trials(s.name)
+func (s *Study) Trials() ([]studydata.FrozenTrial, error) {
+	ts, err := s.storage.Trials(s.name)
 	if err != nil {
 		return nil, fmt.Errorf("search: study %q: %w", s.name, err)
 	}
 	for i := range ts {
-		ts[i] = ts[i].clone()
+		ts[i] = ts[i].Clone()
 	}
 	return ts, nil
 }
 
 // history returns the trials without copying; samplers must not modify them.
-func (s *Study) history() ([]FrozenTrial, error) {
-	return s.storage.trials(s.name)
+func (s *Study) history() ([]studydata.FrozenTrial, error) {
+	return s.storage.Trials(s.name)
 }
 
 // BestTrial returns the complete trial with the best value (the lowest
 // number among equals); ErrNoCompleteTrial when there is none.
-func (s *Study) BestTrial() (FrozenTrial, error) {
-	ts, err := s.storage.trials(s.name)
+func (s *Study) BestTrial() (studydata.FrozenTrial, error) {
+	ts, err := s.storage.Trials(s.name)
 	if err != nil {
-		return FrozenTrial{}, fmt.Errorf("search: study %q: %w", s.name, err)
+		return studydata.FrozenTrial{}, fmt.Errorf("search: study %q: %w", s.name, err)
 	}
 	best := -1
 	for i, t := range ts {
-		if t.State == Complete && (best < 0 || s.direction.Better(t.Value, ts[best].Value)) {
+		if t.State == studydata.Complete && (best < 0 || s.direction.Better(t.Value, ts[best].Value)) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return FrozenTrial{}, fmt.Errorf("%w (study %q, %d trials)", ErrNoCompleteTrial, s.name, len(ts))
+		return studydata.FrozenTrial{}, fmt.Errorf("%w (study %q, %d trials)", ErrNoCompleteTrial, s.name, len(ts))
 	}
-	return ts[best].clone(), nil
+	return ts[best].Clone(), nil
 }
 
 // Stop makes Optimize return after the trial in progress, like Optuna's
@@ -330,7 +332,7 @@ func (s *Study) OptimizeUntil(ctx context.Context, objective Objective, total in
 			}
 			return err
 		}
-		if ft.State == Fail {
+		if ft.State == studydata.Fail {
 			fails++
 			if fails >= maxConsecutiveFailures {
 				return fmt.Errorf("search: OptimizeUntil: %d trials in a row failed (last: trial %d: %s); fix the objective and run again",
@@ -342,7 +344,7 @@ func (s *Study) OptimizeUntil(ctx context.Context, objective Objective, total in
 	}
 }
 
-func countStates(ts []FrozenTrial, states ...TrialState) int {
+func countStates(ts []studydata.FrozenTrial, states ...studydata.TrialState) int {
 	n := 0
 	for _, t := range ts {
 		for _, st := range states {
@@ -356,10 +358,10 @@ func countStates(ts []FrozenTrial, states ...TrialState) int {
 }
 
 // runTrial asks for a trial, runs the objective on it, and tells the result.
-func (s *Study) runTrial(ctx context.Context, objective Objective, limit int, deadline time.Time) (FrozenTrial, error) {
+func (s *Study) runTrial(ctx context.Context, objective Objective, limit int, deadline time.Time) (studydata.FrozenTrial, error) {
 	t, err := s.ask(ctx, limit, deadline, true)
 	if err != nil {
-		return FrozenTrial{}, err
+		return studydata.FrozenTrial{}, err
 	}
 	value, oerr := s.callObjective(objective, t)
 	return s.Tell(t, value, oerr)
@@ -395,7 +397,7 @@ func (s *Study) Ask(ctx context.Context) (*Trial, error) {
 // passed, or Stop was called).
 var errStopWaiting = errors.New("search: stopped waiting for running trials to finish")
 
-// ask starts a trial (startTrial with the study's plan: at most limit
+// ask starts a trial (StartTrial with the study's plan: at most limit
 // complete and running trials when limit > 0, the grid's point). When the
 // plan says to wait, it marks the trials of dead workers failed and tries
 // again, every 20 ms at first and then up to every second, until ctx is done,
@@ -405,7 +407,7 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 	var waitStart time.Time
 	for warned := false; ; {
 		t, err := s.start(ctx, limit)
-		if !errors.Is(err, errWait) {
+		if !errors.Is(err, studydata.ErrWait) {
 			return t, err
 		}
 		switch {
@@ -415,9 +417,9 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 		case !warned && time.Since(waitStart) >= waitWarning:
 			warned = true
 			var running []int
-			if ts, err := s.storage.trials(s.name); err == nil {
+			if ts, err := s.storage.Trials(s.name); err == nil {
 				for _, t := range ts {
-					if t.State == Running {
+					if t.State == studydata.Running {
 						running = append(running, t.Number)
 					}
 				}
@@ -446,21 +448,21 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 	}
 }
 
-// plan is the startPlan of the study's trials: at most limit complete and
+// plan is the StartPlan of the study's trials: at most limit complete and
 // running trials (limit > 0), and the sampler's own (the grid's point).
-func (s *Study) plan(limit int) startPlan {
+func (s *Study) plan(limit int) studydata.StartPlan {
 	starter, _ := s.sampler.(trialStarter)
 	if limit <= 0 && starter == nil {
 		return nil
 	}
-	return func(ts []FrozenTrial, waiting *FrozenTrial) (map[string]string, error) {
+	return func(ts []studydata.FrozenTrial, waiting *studydata.FrozenTrial) (map[string]string, error) {
 		if limit > 0 {
 			complete, running := 0, 0
 			for i := range ts {
 				switch ts[i].State {
-				case Complete:
+				case studydata.Complete:
 					complete++
-				case Running:
+				case studydata.Running:
 					running++
 				}
 			}
@@ -468,7 +470,7 @@ func (s *Study) plan(limit int) startPlan {
 				return nil, ErrStudyStopped
 			}
 			if complete+running >= limit {
-				return nil, errWait
+				return nil, studydata.ErrWait
 			}
 		}
 		if starter != nil {
@@ -478,31 +480,31 @@ func (s *Study) plan(limit int) startPlan {
 	}
 }
 
-// start starts one trial, or returns ErrStudyStopped or errWait.
+// start starts one trial, or returns ErrStudyStopped or ErrWait.
 func (s *Study) start(ctx context.Context, limit int) (*Trial, error) {
 	plan := s.plan(limit)
 	_, locked := s.sampler.(trialStarter)
 	if locked { // the plan uses the sampler's state
 		s.samplerMu.Lock()
 	}
-	ft, err := s.storage.startTrial(s.name, plan)
+	ft, err := s.storage.StartTrial(s.name, plan)
 	if locked {
 		s.samplerMu.Unlock()
 	}
-	if errors.Is(err, ErrStudyStopped) || errors.Is(err, errWait) {
+	if errors.Is(err, ErrStudyStopped) || errors.Is(err, studydata.ErrWait) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("search: study %q: starting a trial: %w", s.name, err)
 	}
 	t := &Trial{study: s, number: ft.Number, ctx: ctx, started: ft.Started,
-		internal: maps.Clone(ft.internal), dists: maps.Clone(ft.Distributions), preset: map[string]bool{},
+		internal: maps.Clone(ft.InternalParams), dists: maps.Clone(ft.Distributions), preset: map[string]bool{},
 		userAttrs: maps.Clone(ft.UserAttrs), systemAttrs: maps.Clone(ft.SystemAttrs)}
 	for name := range t.dists {
 		t.preset[name] = true
 	}
 	if t.internal == nil {
-		t.internal, t.dists = map[string]float64{}, map[string]Distribution{}
+		t.internal, t.dists = map[string]float64{}, map[string]studydata.Distribution{}
 	}
 	if t.userAttrs == nil {
 		t.userAttrs = map[string]any{}
@@ -510,15 +512,15 @@ func (s *Study) start(ctx context.Context, limit int) (*Trial, error) {
 	if t.systemAttrs == nil {
 		t.systemAttrs = map[string]string{}
 	}
-	if fp, ok := ft.SystemAttrs[fixedParamsAttr]; ok {
+	if fp, ok := ft.SystemAttrs[studydata.FixedParamsAttr]; ok {
 		if err := json.Unmarshal([]byte(fp), &t.fixed); err != nil {
 			s.logger.Warn("search: ignoring the fixed parameters of an enqueued trial: they are not a JSON object",
 				"study", s.name, "trial", ft.Number, "fixed_params", fp, "error", err)
 		}
 	}
-	if _, retry := ft.SystemAttrs[failedTrialAttr]; retry || len(t.fixed) > 0 {
+	if _, retry := ft.SystemAttrs[studydata.FailedTrialAttr]; retry || len(t.fixed) > 0 {
 		s.logger.Info("search: running an enqueued trial", "study", s.name, "trial", ft.Number, "params", ft.Params,
-			"failed_trial", ft.SystemAttrs[failedTrialAttr], "fixed_params", ft.SystemAttrs[fixedParamsAttr])
+			"failed_trial", ft.SystemAttrs[studydata.FailedTrialAttr], "fixed_params", ft.SystemAttrs[studydata.FixedParamsAttr])
 	}
 	return t, nil
 }
@@ -537,7 +539,7 @@ func (s *Study) EnqueueTrial(params map[string]any) (int, error) {
 	if params == nil {
 		pj = []byte("{}")
 	}
-	n, err := s.storage.enqueueTrial(s.name, FrozenTrial{State: Waiting, SystemAttrs: map[string]string{fixedParamsAttr: string(pj)}})
+	n, err := s.storage.EnqueueTrial(s.name, studydata.FrozenTrial{State: studydata.Waiting, SystemAttrs: map[string]string{studydata.FixedParamsAttr: string(pj)}})
 	if err != nil {
 		return 0, fmt.Errorf("search: study %q: EnqueueTrial: %w", s.name, err)
 	}
@@ -547,29 +549,29 @@ func (s *Study) EnqueueTrial(params map[string]any) (int, error) {
 // Tell finishes a trial from Ask with the objective's result: a nil error
 // and a finite value complete it; an error wrapping ErrPruned prunes it; any
 // other error, NaN or ±Inf fails it. It returns the finished trial.
-func (s *Study) Tell(t *Trial, value float64, err error) (FrozenTrial, error) {
+func (s *Study) Tell(t *Trial, value float64, err error) (studydata.FrozenTrial, error) {
 	if t == nil || t.study != s {
-		return FrozenTrial{}, errors.New("search: Tell: the trial does not belong to this study")
+		return studydata.FrozenTrial{}, errors.New("search: Tell: the trial does not belong to this study")
 	}
-	state, msg := Complete, ""
+	state, msg := studydata.Complete, ""
 	switch {
 	case err != nil && errors.Is(err, ErrPruned):
-		state, msg = Pruned, err.Error()
+		state, msg = studydata.Pruned, err.Error()
 	case err != nil:
-		state, msg = Fail, err.Error()
+		state, msg = studydata.Fail, err.Error()
 	case math.IsNaN(value) || math.IsInf(value, 0):
-		state, msg = Fail, fmt.Sprintf("objective returned %v; only finite values are allowed", value)
+		state, msg = studydata.Fail, fmt.Sprintf("objective returned %v; only finite values are allowed", value)
 	}
 	ft, ferr := s.finish(t, state, value, msg)
 	if ferr != nil {
 		return ft, ferr
 	}
 	switch state {
-	case Complete:
+	case studydata.Complete:
 		s.logger.Info("search: trial finished", "study", s.name, "trial", ft.Number, "value", ft.Value, "params", ft.Params)
-	case Pruned:
+	case studydata.Pruned:
 		s.logger.Info("search: trial pruned", "study", s.name, "trial", ft.Number, "params", ft.Params, "reason", msg)
-	case Fail:
+	case studydata.Fail:
 		s.logger.Warn("search: trial failed", "study", s.name, "trial", ft.Number, "params", ft.Params, "error", msg)
 	}
 	for _, cb := range s.callbacks {
@@ -578,27 +580,27 @@ func (s *Study) Tell(t *Trial, value float64, err error) (FrozenTrial, error) {
 	return ft, nil
 }
 
-func (s *Study) finish(t *Trial, state TrialState, value float64, msg string) (FrozenTrial, error) {
+func (s *Study) finish(t *Trial, state studydata.TrialState, value float64, msg string) (studydata.FrozenTrial, error) {
 	t.mu.Lock()
 	if t.finished {
 		t.mu.Unlock()
-		return FrozenTrial{}, fmt.Errorf("search: trial %d is already finished", t.number)
+		return studydata.FrozenTrial{}, fmt.Errorf("search: trial %d is already finished", t.number)
 	}
 	t.finished = true
 	t.mu.Unlock()
-	ft, retry, err := s.storage.finishTrial(s.name, t.number, state, value, msg, s.retries)
+	ft, retry, err := s.storage.FinishTrial(s.name, t.number, state, value, msg, s.retries)
 	if err != nil {
 		return ft, fmt.Errorf("search: study %q, finishing trial %d: %w", s.name, t.number, err)
 	}
 	if retry != nil {
 		s.logger.Warn("search: failed trial enqueued again with the same parameters", "study", s.name, "trial", ft.Number,
-			"retry", retry.Number, "retry_history", retry.SystemAttrs[retryHistoryAttr])
+			"retry", retry.Number, "retry_history", retry.SystemAttrs[studydata.RetryHistoryAttr])
 	}
 	return ft, nil
 }
 
 // sample asks the sampler for parameter name of trial t.
-func (s *Study) sample(t *Trial, name string, d Distribution) (float64, error) {
+func (s *Study) sample(t *Trial, name string, d studydata.Distribution) (float64, error) {
 	s.samplerMu.Lock()
 	defer s.samplerMu.Unlock()
 	return s.sampler.Sample(s, t, name, d)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -29,7 +31,7 @@ func newTestStudy(t testing.TB, cfg Config) *Study {
 
 func TestOptimizeBasics(t *testing.T) {
 	s := newTestStudy(t, Config{Name: "basic", Sampler: NewRandomSampler(1)})
-	if s.Name() != "basic" || s.Direction() != Minimize {
+	if s.Name() != "basic" || s.Direction() != studydata.Minimize {
 		t.Fatalf("name %q direction %v", s.Name(), s.Direction())
 	}
 	obj := func(tr *Trial) (float64, error) {
@@ -83,7 +85,7 @@ func TestOptimizeBasics(t *testing.T) {
 	}
 	best := math.Inf(1)
 	for i, tr := range ts {
-		if tr.Number != i || tr.State != Complete {
+		if tr.Number != i || tr.State != studydata.Complete {
 			t.Fatalf("trial %d: number %d state %v (%s)", i, tr.Number, tr.State, tr.Message)
 		}
 		if _, ok := tr.Params["x"].(float64); !ok {
@@ -114,7 +116,7 @@ func TestOptimizeBasics(t *testing.T) {
 }
 
 func TestMaximizeBestTrial(t *testing.T) {
-	s := newTestStudy(t, Config{Direction: Maximize, Sampler: NewRandomSampler(2)})
+	s := newTestStudy(t, Config{Direction: studydata.Maximize, Sampler: NewRandomSampler(2)})
 	if _, err := s.BestTrial(); !errors.Is(err, ErrNoCompleteTrial) {
 		t.Fatalf("BestTrial on an empty study: %v, want ErrNoCompleteTrial", err)
 	}
@@ -159,17 +161,17 @@ func TestTrialStates(t *testing.T) {
 	}
 	ts, _ := s.Trials()
 	want := []struct {
-		state TrialState
+		state studydata.TrialState
 		msg   string
 	}{
-		{Complete, ""}, {Pruned, "accuracy 0.3"}, {Fail, "out of memory"}, {Fail, "objective panicked: boom"},
-		{Fail, "NaN"}, {Fail, "-Inf"}, {Complete, ""},
+		{studydata.Complete, ""}, {studydata.Pruned, "accuracy 0.3"}, {studydata.Fail, "out of memory"}, {studydata.Fail, "objective panicked: boom"},
+		{studydata.Fail, "NaN"}, {studydata.Fail, "-Inf"}, {studydata.Complete, ""},
 	}
 	for i, w := range want {
 		if ts[i].State != w.state || !strings.Contains(ts[i].Message, w.msg) {
 			t.Errorf("trial %d: %v %q, want %v containing %q", i, ts[i].State, ts[i].Message, w.state, w.msg)
 		}
-		if ts[i].State != Complete && !math.IsNaN(ts[i].Value) {
+		if ts[i].State != studydata.Complete && !math.IsNaN(ts[i].Value) {
 			t.Errorf("trial %d: value %v, want NaN for a %v trial", i, ts[i].Value, ts[i].State)
 		}
 	}
@@ -200,7 +202,7 @@ func TestSuggestSameNameTwice(t *testing.T) {
 	}
 	c1, _ := tr.SuggestCategorical("c", []any{2, 4, 8})
 	c2, err := tr.SuggestCategorical("c", []any{2.0, 4.0, 8.0}) // equal by value
-	if err != nil || !choiceEqual(c1, c2) {
+	if err != nil || !studydata.ChoiceEqual(c1, c2) {
 		t.Fatalf("categorical equal by value: %v %v %v", c1, c2, err)
 	}
 	if _, ok := c2.(float64); !ok {
@@ -210,7 +212,7 @@ func TestSuggestSameNameTwice(t *testing.T) {
 		t.Fatal("different choices: no error")
 	}
 	ft, err := s.Tell(tr, a, nil)
-	if err != nil || ft.State != Complete || len(ft.Params) != 2 {
+	if err != nil || ft.State != studydata.Complete || len(ft.Params) != 2 {
 		t.Fatalf("Tell: %+v %v", ft, err)
 	}
 	if _, err := tr.SuggestFloat("y", 0, 1); err == nil {
@@ -294,7 +296,7 @@ func TestOptimizeContextAndTimeout(t *testing.T) {
 		t.Fatalf("Optimize after cancel: %v, want context.Canceled", err)
 	}
 	ts, _ := s.Trials()
-	if len(ts) != 3 || ts[2].State != Fail || !strings.Contains(ts[2].Message, "canceled") {
+	if len(ts) != 3 || ts[2].State != studydata.Fail || !strings.Contains(ts[2].Message, "canceled") {
 		t.Fatalf("after cancel: %d trials, last %v %q", len(ts), ts[len(ts)-1].State, ts[len(ts)-1].Message)
 	}
 
@@ -337,8 +339,8 @@ func TestOptimizeUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if countStates(ts, Complete) != 6 || countStates(ts, Fail) != 3 {
-		t.Fatalf("complete %d fail %d, want 6 and 3", countStates(ts, Complete), countStates(ts, Fail))
+	if countStates(ts, studydata.Complete) != 6 || countStates(ts, studydata.Fail) != 3 {
+		t.Fatalf("complete %d fail %d, want 6 and 3", countStates(ts, studydata.Complete), countStates(ts, studydata.Fail))
 	}
 	// Already there: nothing to do.
 	if err := s.OptimizeUntil(context.Background(), obj, 6, 0); err != nil {
@@ -367,20 +369,12 @@ func TestConcurrentOptimize(t *testing.T) {
 	}
 	wg.Wait()
 	ts, _ := s.Trials()
-	if len(ts) != 60 || countStates(ts, Complete) != 60 {
-		t.Fatalf("%d trials, %d complete; want 60", len(ts), countStates(ts, Complete))
+	if len(ts) != 60 || countStates(ts, studydata.Complete) != 60 {
+		t.Fatalf("%d trials, %d complete; want 60", len(ts), countStates(ts, studydata.Complete))
 	}
 }
 
-func TestDirectionParse(t *testing.T) {
-	for in, want := range map[string]Direction{"minimize": Minimize, "max": Maximize} {
-		if d, err := ParseDirection(in); err != nil || d != want {
-			t.Errorf("ParseDirection(%q) = %v, %v", in, d, err)
-		}
-	}
-	if _, err := ParseDirection("up"); err == nil {
-		t.Error("ParseDirection(up): no error")
-	}
+func TestStudyRefusesUnknownDirection(t *testing.T) {
 	if _, err := NewStudy(Config{Direction: 7}); err == nil {
 		t.Error("NewStudy with direction 7: no error")
 	}
@@ -388,10 +382,10 @@ func TestDirectionParse(t *testing.T) {
 
 func TestCallbacksSeeEveryFinishedTrial(t *testing.T) {
 	var seen []string
-	cb := func(s *Study, ft FrozenTrial) {
+	cb := func(s *Study, ft studydata.FrozenTrial) {
 		seen = append(seen, fmt.Sprintf("%s:%d:%v", s.Name(), ft.Number, ft.State))
 	}
-	s, err := NewStudy(Config{Name: "cb", Sampler: NewRandomSampler(1), Callbacks: []func(*Study, FrozenTrial){cb}})
+	s, err := NewStudy(Config{Name: "cb", Sampler: NewRandomSampler(1), Callbacks: []func(*Study, studydata.FrozenTrial){cb}})
 	if err != nil {
 		t.Fatal(err)
 	}

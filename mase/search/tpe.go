@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // TPEOptions configures NewTPESampler. The zero value gives Optuna's
@@ -144,13 +146,13 @@ type observation struct {
 }
 
 // Sample draws the parameter name as described on TPESampler.
-func (s *TPESampler) Sample(study *Study, trial *Trial, name string, dist Distribution) (float64, error) {
+func (s *TPESampler) Sample(study *Study, trial *Trial, name string, dist studydata.Distribution) (float64, error) {
 	hist, err := study.history()
 	if err != nil {
 		return 0, err
 	}
 	sign := 1.0
-	if study.Direction() == Maximize {
+	if study.Direction() == studydata.Maximize {
 		sign = -1
 	}
 	obs := make([]observation, 0, len(hist))
@@ -158,15 +160,15 @@ func (s *TPESampler) Sample(study *Study, trial *Trial, name string, dist Distri
 		t := &hist[i]
 		var o observation
 		switch t.State {
-		case Complete:
+		case studydata.Complete:
 			o.step, o.score = math.Inf(-1), sign*t.Value
-		case Pruned:
+		case studydata.Pruned:
 			o.step, o.score = 1, 0
 		default:
 			continue
 		}
 		if d, ok := t.Distributions[name]; ok {
-			o.x, o.has = compatibleValue(d, t.internal[name], dist)
+			o.x, o.has = compatibleValue(d, t.InternalParams[name], dist)
 		}
 		obs = append(obs, o)
 	}
@@ -222,23 +224,23 @@ func (s *TPESampler) Sample(study *Study, trial *Trial, name string, dist Distri
 
 // compatibleValue returns a past trial's value x (with distribution old) in
 // the internal representation of dist, if it is comparable.
-func compatibleValue(old Distribution, x float64, dist Distribution) (float64, bool) {
+func compatibleValue(old studydata.Distribution, x float64, dist studydata.Distribution) (float64, bool) {
 	switch d := dist.(type) {
-	case FloatDistribution:
-		o, ok := old.(FloatDistribution)
+	case studydata.FloatDistribution:
+		o, ok := old.(studydata.FloatDistribution)
 		return x, ok && o.Log == d.Log && x >= d.Low && x <= d.High
-	case IntDistribution:
-		o, ok := old.(IntDistribution)
+	case studydata.IntDistribution:
+		o, ok := old.(studydata.IntDistribution)
 		return x, ok && o.Log == d.Log && x >= float64(d.Low) && x <= float64(d.High)
-	case CategoricalDistribution:
-		o, ok := old.(CategoricalDistribution)
+	case studydata.CategoricalDistribution:
+		o, ok := old.(studydata.CategoricalDistribution)
 		if !ok {
 			return 0, false
 		}
-		if o.equal(d) {
+		if o.Equal(d) {
 			return x, true
 		}
-		i := d.index(o.ToExternal(x))
+		i := d.Index(o.ToExternal(x))
 		return float64(i), i >= 0
 	}
 	return 0, false

@@ -8,145 +8,14 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // ErrPruned marks a pruned trial: an objective that returns an error wrapping
 // ErrPruned (fmt.Errorf("%w: ...", search.ErrPruned)) ends its trial in state
 // Pruned instead of Fail, like raising optuna.TrialPruned.
 var ErrPruned = errors.New("search: trial pruned")
-
-// TrialState is the life-cycle state of a trial.
-type TrialState int
-
-// Trial states. A trial starts Running (or Waiting, when it is enqueued: a
-// retry of a failed trial, or Study.EnqueueTrial) and ends Complete, Pruned
-// or Fail. The values are Optuna's TrialState.
-const (
-	// Running: the objective has not returned yet (or its process crashed
-	// and no one has noticed yet).
-	Running TrialState = iota
-	// Complete: the objective returned a finite value.
-	Complete
-	// Pruned: the objective returned an error wrapping ErrPruned.
-	Pruned
-	// Fail: the objective returned another error, panicked, returned NaN or
-	// ±Inf, or its process died.
-	Fail
-	// Waiting: enqueued, with its parameters fixed, for the next worker
-	// that asks for a trial (Optuna's WAITING).
-	Waiting
-)
-
-var stateNames = [...]string{"running", "complete", "pruned", "fail", "waiting"}
-
-// String returns "running", "complete", "pruned", "fail" or "waiting".
-func (s TrialState) String() string {
-	if s >= 0 && int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("TrialState(%d)", int(s))
-}
-
-// IsFinished reports whether the state is Complete, Pruned or Fail.
-func (s TrialState) IsFinished() bool { return s == Complete || s == Pruned || s == Fail }
-
-func parseState(s string) (TrialState, error) {
-	for i, n := range stateNames {
-		if s == n {
-			return TrialState(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown trial state %q (allowed: running, complete, pruned, fail, waiting)", s)
-}
-
-// Direction says whether a study minimises or maximises its objective.
-type Direction int
-
-// Study directions; the zero value is Minimize, Optuna's default.
-const (
-	// Minimize: lower objective values are better.
-	Minimize Direction = iota
-	// Maximize: higher objective values are better.
-	Maximize
-)
-
-// String returns "minimize" or "maximize".
-func (d Direction) String() string {
-	switch d {
-	case Minimize:
-		return "minimize"
-	case Maximize:
-		return "maximize"
-	}
-	return fmt.Sprintf("Direction(%d)", int(d))
-}
-
-// ParseDirection parses "minimize" or "maximize" (Optuna's spelling; "min"
-// and "max" are accepted too).
-func ParseDirection(s string) (Direction, error) {
-	switch s {
-	case "minimize", "min":
-		return Minimize, nil
-	case "maximize", "max":
-		return Maximize, nil
-	}
-	return 0, fmt.Errorf("unknown study direction %q (allowed: minimize, maximize)", s)
-}
-
-// Better reports whether a is strictly better than b in direction d.
-func (d Direction) Better(a, b float64) bool {
-	if d == Maximize {
-		return a > b
-	}
-	return a < b
-}
-
-// FrozenTrial is the record of a trial as the storage holds it.
-type FrozenTrial struct {
-	// Number is the trial's index in its study, unique across every process
-	// sharing the study's storage.
-	Number int
-	// State is the trial's state.
-	State TrialState
-	// Value is the objective value when State is Complete, NaN otherwise.
-	Value float64
-	// Params maps each suggested parameter to the value the objective got:
-	// float64 for floats, int for ints, the choice for categoricals.
-	Params map[string]any
-	// Distributions maps each suggested parameter to its distribution.
-	Distributions map[string]Distribution
-	// UserAttrs holds the values set with Trial.SetUserAttr. A journal gives
-	// them back as JSON decodes them (numbers as float64, objects as maps).
-	UserAttrs map[string]any
-	// SystemAttrs holds the samplers' bookkeeping (the grid point, say).
-	SystemAttrs map[string]string
-	// Message says why a trial failed or was pruned (the error text).
-	Message string
-	// Started and Finished are the wall-clock times of the trial's start and
-	// end; Finished is zero while the trial runs, Started while it waits.
-	Started, Finished time.Time
-
-	internal  map[string]float64 // Params in the internal representation
-	recovered bool               // failed by crash recovery, not by its objective
-}
-
-// Duration returns Finished − Started, or 0 while the trial runs.
-func (t FrozenTrial) Duration() time.Duration {
-	if t.Finished.IsZero() {
-		return 0
-	}
-	return t.Finished.Sub(t.Started)
-}
-
-func (t FrozenTrial) clone() FrozenTrial {
-	c := t
-	c.Params = maps.Clone(t.Params)
-	c.Distributions = maps.Clone(t.Distributions)
-	c.UserAttrs = maps.Clone(t.UserAttrs)
-	c.SystemAttrs = maps.Clone(t.SystemAttrs)
-	c.internal = maps.Clone(t.internal)
-	return c
-}
 
 // SuggestOption modifies a SuggestInt or SuggestFloat call.
 type SuggestOption func(*suggestOptions)
@@ -174,7 +43,7 @@ type Trial struct {
 	finished  bool
 	started   time.Time
 	internal  map[string]float64
-	dists     map[string]Distribution
+	dists     map[string]studydata.Distribution
 	userAttrs map[string]any
 	preset    map[string]bool // parameters the trial held when it started (a retry's)
 	fixed     map[string]any  // fixed_params of an enqueued trial
@@ -203,11 +72,11 @@ func (t *Trial) SuggestFloat(name string, low, high float64, opts ...SuggestOpti
 	for _, f := range opts {
 		f(&o)
 	}
-	d := FloatDistribution{Low: low, High: high, Step: o.step, Log: o.log}
-	if err := d.validate(); err != nil {
+	d := studydata.FloatDistribution{Low: low, High: high, Step: o.step, Log: o.log}
+	if err := d.Validate(); err != nil {
 		return 0, fmt.Errorf("search: SuggestFloat(%q): %w", name, err)
 	}
-	if d.adjustHigh() {
+	if d.AdjustHigh() {
 		t.study.logger.Warn("search: float range is not a multiple of step; high moved down onto the step grid",
 			"param", name, "low", low, "high", high, "step", o.step, "new_high", d.High)
 	}
@@ -231,11 +100,11 @@ func (t *Trial) SuggestInt(name string, low, high int, opts ...SuggestOption) (i
 	if o.step != math.Trunc(o.step) || o.step < 1 || o.step > math.MaxInt32 {
 		return 0, fmt.Errorf("search: SuggestInt(%q): step %v is invalid; an int step must be a whole number ≥ 1", name, o.step)
 	}
-	d := IntDistribution{Low: low, High: high, Step: int(o.step), Log: o.log}
-	if err := d.validate(); err != nil {
+	d := studydata.IntDistribution{Low: low, High: high, Step: int(o.step), Log: o.log}
+	if err := d.Validate(); err != nil {
 		return 0, fmt.Errorf("search: SuggestInt(%q): %w", name, err)
 	}
-	if d.adjustHigh() {
+	if d.AdjustHigh() {
 		t.study.logger.Warn("search: int range is not a multiple of step; high moved down onto the step grid",
 			"param", name, "low", low, "high", high, "step", d.Step, "new_high", d.High)
 	}
@@ -250,8 +119,8 @@ func (t *Trial) SuggestInt(name string, low, high int, opts ...SuggestOption) (i
 // type is the caller's). Choices are compared by value; suggesting a name
 // again in the same trial needs the same choices.
 func (t *Trial) SuggestCategorical(name string, choices []any) (any, error) {
-	d := CategoricalDistribution{Choices: choices}
-	if err := d.validate(); err != nil {
+	d := studydata.CategoricalDistribution{Choices: choices}
+	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("search: SuggestCategorical(%q): %w", name, err)
 	}
 	x, err := t.suggest(name, d)
@@ -268,9 +137,9 @@ func Categorical[T any](t *Trial, name string, choices []T) (T, error) {
 	for i, c := range choices {
 		anys[i] = c
 	}
-	d := CategoricalDistribution{Choices: anys}
+	d := studydata.CategoricalDistribution{Choices: anys}
 	var zero T
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return zero, fmt.Errorf("search: Categorical(%q): %w", name, err)
 	}
 	x, err := t.suggest(name, d)
@@ -281,7 +150,7 @@ func Categorical[T any](t *Trial, name string, choices []T) (T, error) {
 }
 
 // suggest returns the internal value of parameter name, sampling it the first time.
-func (t *Trial) suggest(name string, d Distribution) (float64, error) {
+func (t *Trial) suggest(name string, d studydata.Distribution) (float64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if name == "" {
@@ -291,7 +160,7 @@ func (t *Trial) suggest(name string, d Distribution) (float64, error) {
 		return 0, fmt.Errorf("search: trial %d is finished; suggest %q from inside its objective", t.number, name)
 	}
 	if old, ok := t.dists[name]; ok {
-		if !old.equal(d) {
+		if !old.Equal(d) {
 			if t.preset[name] {
 				return 0, fmt.Errorf("search: parameter %q of trial %d is fixed to %v with distribution %v (the trial retries an earlier one with its parameters); suggesting it as %v is not allowed",
 					name, t.number, old.ToExternal(t.internal[name]), old, d)
@@ -313,9 +182,9 @@ func (t *Trial) suggest(name string, d Distribution) (float64, error) {
 		}
 	} else if d.Single() {
 		switch d := d.(type) {
-		case FloatDistribution:
+		case studydata.FloatDistribution:
 			x = d.Low
-		case IntDistribution:
+		case studydata.IntDistribution:
 			x = float64(d.Low)
 		}
 	} else {
@@ -328,17 +197,17 @@ func (t *Trial) suggest(name string, d Distribution) (float64, error) {
 			return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned %v; a sampled value must be finite", t.number, name, x)
 		}
 		if !d.Contains(x) {
-			if _, cat := d.(CategoricalDistribution); cat {
-				return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned choice index %v, not in [0, %d)", t.number, name, x, len(d.(CategoricalDistribution).Choices))
+			if _, cat := d.(studydata.CategoricalDistribution); cat {
+				return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned choice index %v, not in [0, %d)", t.number, name, x, len(d.(studydata.CategoricalDistribution).Choices))
 			}
-			if id, isInt := d.(IntDistribution); isInt && x != math.Trunc(x) {
+			if id, isInt := d.(studydata.IntDistribution); isInt && x != math.Trunc(x) {
 				return 0, fmt.Errorf("search: trial %d, parameter %q: sampler returned %v, not an integer, for %v", t.number, name, x, id)
 			}
 			t.study.logger.Warn("search: value is outside the parameter's distribution; it is used anyway",
 				"trial", t.number, "param", name, "value", d.ToExternal(x), "distribution", d.String())
 		}
 	}
-	if err := t.study.storage.setParam(t.study.name, t.number, name, x, d); err != nil {
+	if err := t.study.storage.SetParam(t.study.name, t.number, name, x, d); err != nil {
 		return 0, fmt.Errorf("search: trial %d, parameter %q: %w", t.number, name, err)
 	}
 	t.internal[name] = x
@@ -354,7 +223,7 @@ func (t *Trial) SetUserAttr(key string, value any) error {
 	if t.finished {
 		return fmt.Errorf("search: trial %d is finished; set user attribute %q from inside its objective", t.number, key)
 	}
-	if err := t.study.storage.setUserAttr(t.study.name, t.number, key, value); err != nil {
+	if err := t.study.storage.SetUserAttr(t.study.name, t.number, key, value); err != nil {
 		return fmt.Errorf("search: trial %d, user attribute %q: %w", t.number, key, err)
 	}
 	t.userAttrs[key] = value
@@ -363,7 +232,7 @@ func (t *Trial) SetUserAttr(key string, value any) error {
 
 // setSystemAttr records sampler bookkeeping on the trial.
 func (t *Trial) setSystemAttr(key, value string) error {
-	if err := t.study.storage.setSystemAttr(t.study.name, t.number, key, value); err != nil {
+	if err := t.study.storage.SetSystemAttr(t.study.name, t.number, key, value); err != nil {
 		return err
 	}
 	t.sysMu.Lock()

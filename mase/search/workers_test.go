@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/studydata"
+
 	"github.com/gomase/gomase/internal/pgtest"
 )
 
@@ -25,10 +27,10 @@ func TestStorageRetry(t *testing.T) {
 	for _, k := range storageKinds {
 		t.Run(k.name, func(t *testing.T) {
 			s := k.open(t)
-			if _, _, err := s.createStudy("r", Minimize); err != nil {
+			if _, _, err := s.CreateStudy("r", studydata.Minimize); err != nil {
 				t.Fatal(err)
 			}
-			fd, cd := FloatDistribution{Low: 0, High: 1}, CategoricalDistribution{Choices: []any{"a", 2}}
+			fd, cd := studydata.FloatDistribution{Low: 0, High: 1}, studydata.CategoricalDistribution{Choices: []any{"a", 2}}
 			n, _, err := createTrial(s, "r")
 			if err != nil {
 				t.Fatal(err)
@@ -39,16 +41,16 @@ func TestStorageRetry(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			must(s.setParam("r", n, "x", 0.25, fd))
-			must(s.setParam("r", n, "c", 1, cd))
-			must(s.setUserAttr("r", n, "note", "first"))
-			must(s.setSystemAttr("r", n, "grid_id", "3"))
+			must(s.SetParam("r", n, "x", 0.25, fd))
+			must(s.SetParam("r", n, "c", 1, cd))
+			must(s.SetUserAttr("r", n, "note", "first"))
+			must(s.SetSystemAttr("r", n, "grid_id", "3"))
 			attempt := n
 			var history []int
 			for round := 1; round <= 3; round++ {
-				ft, retry, err := s.finishTrial("r", attempt, Fail, 0, "boom", 2)
+				ft, retry, err := s.FinishTrial("r", attempt, studydata.Fail, 0, "boom", 2)
 				must(err)
-				if ft.State != Fail || ft.Number != attempt {
+				if ft.State != studydata.Fail || ft.Number != attempt {
 					t.Fatalf("round %d: finished %+v", round, ft)
 				}
 				history = append(history, attempt)
@@ -62,14 +64,14 @@ func TestStorageRetry(t *testing.T) {
 					t.Fatalf("round %d: no retry", round)
 				}
 				hj := strings.ReplaceAll(fmt.Sprint(history), " ", ",")
-				if retry.State != Waiting || retry.Params["x"] != 0.25 || retry.Params["c"] != 2 || retry.UserAttrs["note"] != "first" ||
-					retry.SystemAttrs["grid_id"] != "3" || retry.SystemAttrs[failedTrialAttr] != "0" || retry.SystemAttrs[retryHistoryAttr] != hj {
+				if retry.State != studydata.Waiting || retry.Params["x"] != 0.25 || retry.Params["c"] != 2 || retry.UserAttrs["note"] != "first" ||
+					retry.SystemAttrs["grid_id"] != "3" || retry.SystemAttrs[studydata.FailedTrialAttr] != "0" || retry.SystemAttrs[studydata.RetryHistoryAttr] != hj {
 					t.Fatalf("round %d: retry %+v, want history %s", round, retry, hj)
 				}
 				// The next start runs the retry, with what it holds.
-				st, err := s.startTrial("r", nil)
+				st, err := s.StartTrial("r", nil)
 				must(err)
-				if st.Number != retry.Number || st.State != Running || st.Started.IsZero() || st.Params["x"] != 0.25 || st.internal["c"] != 1 {
+				if st.Number != retry.Number || st.State != studydata.Running || st.Started.IsZero() || st.Params["x"] != 0.25 || st.InternalParams["c"] != 1 {
 					t.Fatalf("round %d: started %+v, want the retry %d", round, st, retry.Number)
 				}
 				attempt = st.Number
@@ -78,50 +80,50 @@ func TestStorageRetry(t *testing.T) {
 			if n, _, err := createTrial(s, "r"); err != nil || n != 3 {
 				t.Fatalf("new trial %d %v, want 3", n, err)
 			}
-			must2 := func(_ FrozenTrial, err error) { must(err) }
-			must2(finishTrial(s, "r", 3, Complete, 1, ""))
-			wantErr(t, "setParam(waiting)", s.setParam("r", 4, "x", 0.5, fd), "does not exist")
+			must2 := func(_ studydata.FrozenTrial, err error) { must(err) }
+			must2(finishTrial(s, "r", 3, studydata.Complete, 1, ""))
+			wantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "does not exist")
 
 			// Enqueued trials start first, in number order.
 			for range 2 {
-				if _, err := s.enqueueTrial("r", FrozenTrial{SystemAttrs: map[string]string{fixedParamsAttr: `{"x":0.5}`}}); err != nil {
+				if _, err := s.EnqueueTrial("r", studydata.FrozenTrial{SystemAttrs: map[string]string{studydata.FixedParamsAttr: `{"x":0.5}`}}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			ts, err := s.trials("r")
+			ts, err := s.Trials("r")
 			must(err)
-			if len(ts) != 6 || ts[4].State != Waiting || !ts[4].Started.IsZero() || ts[4].SystemAttrs[fixedParamsAttr] != `{"x":0.5}` {
+			if len(ts) != 6 || ts[4].State != studydata.Waiting || !ts[4].Started.IsZero() || ts[4].SystemAttrs[studydata.FixedParamsAttr] != `{"x":0.5}` {
 				t.Fatalf("after enqueue: %d trials, trial 4 %+v", len(ts), ts[4])
 			}
-			wantErr(t, "setParam(waiting)", s.setParam("r", 4, "x", 0.5, fd), "is waiting (enqueued), not running")
-			var seen *FrozenTrial
-			_, err = s.startTrial("r", func(ts []FrozenTrial, w *FrozenTrial) (map[string]string, error) {
+			wantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "is waiting (enqueued), not running")
+			var seen *studydata.FrozenTrial
+			_, err = s.StartTrial("r", func(ts []studydata.FrozenTrial, w *studydata.FrozenTrial) (map[string]string, error) {
 				seen = w
-				return nil, errWait
+				return nil, studydata.ErrWait
 			})
-			if !errors.Is(err, errWait) || seen == nil || seen.Number != 4 {
+			if !errors.Is(err, studydata.ErrWait) || seen == nil || seen.Number != 4 {
 				t.Fatalf("plan saw waiting trial %v, start returned %v", seen, err)
 			}
-			st, err := s.startTrial("r", func([]FrozenTrial, *FrozenTrial) (map[string]string, error) {
+			st, err := s.StartTrial("r", func([]studydata.FrozenTrial, *studydata.FrozenTrial) (map[string]string, error) {
 				return map[string]string{"k": "v"}, nil
 			})
 			must(err)
-			if st.Number != 4 || st.SystemAttrs["k"] != "v" || st.State != Running {
+			if st.Number != 4 || st.SystemAttrs["k"] != "v" || st.State != studydata.Running {
 				t.Fatalf("started %+v, want trial 4 with k=v", st)
 			}
 			if k.orphan == nil {
 				return
 			}
-			// A dead worker's trial, failed by failStale, is retried.
+			// A dead worker's trial, failed by FailStale, is retried.
 			dead := k.orphan(t, s, "r", deadOwner(t))
-			stale, err := s.failStale("r", 1)
+			stale, err := s.FailStale("r", 1)
 			must(err)
-			if len(stale) != 1 || stale[0].number != dead || stale[0].retry != dead+1 {
+			if len(stale) != 1 || stale[0].Number != dead || stale[0].Retry != dead+1 {
 				t.Fatalf("failStale: %+v, want trial %d retried as %d", stale, dead, dead+1)
 			}
-			ts, err = s.trials("r")
+			ts, err = s.Trials("r")
 			must(err)
-			if r := ts[dead+1]; r.State != Waiting || r.SystemAttrs[failedTrialAttr] != fmt.Sprint(dead) || r.SystemAttrs[retryHistoryAttr] != fmt.Sprintf("[%d]", dead) {
+			if r := ts[dead+1]; r.State != studydata.Waiting || r.SystemAttrs[studydata.FailedTrialAttr] != fmt.Sprint(dead) || r.SystemAttrs[studydata.RetryHistoryAttr] != fmt.Sprintf("[%d]", dead) {
 				t.Fatalf("retry of the dead worker's trial: %+v", r)
 			}
 		})
@@ -147,21 +149,21 @@ func TestRetryFailedStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if countStates(ts, Complete) != 8 {
-		t.Fatalf("%d complete, want 8", countStates(ts, Complete))
+	if countStates(ts, studydata.Complete) != 8 {
+		t.Fatalf("%d complete, want 8", countStates(ts, studydata.Complete))
 	}
 	retried := 0
 	for _, tr := range ts {
-		if tr.State != Fail {
+		if tr.State != studydata.Fail {
 			continue
 		}
-		var r *FrozenTrial
+		var r *studydata.FrozenTrial
 		for i := range ts {
-			if ts[i].SystemAttrs[retryHistoryAttr] == fmt.Sprintf("[%d]", tr.Number) {
+			if ts[i].SystemAttrs[studydata.RetryHistoryAttr] == fmt.Sprintf("[%d]", tr.Number) {
 				r = &ts[i]
 			}
 		}
-		if tr.Number%4 != 0 || r == nil || r.Params["x"] != tr.Params["x"] || r.SystemAttrs[failedTrialAttr] != fmt.Sprint(tr.Number) {
+		if tr.Number%4 != 0 || r == nil || r.Params["x"] != tr.Params["x"] || r.SystemAttrs[studydata.FailedTrialAttr] != fmt.Sprint(tr.Number) {
 			t.Errorf("failed trial %d: retry %+v", tr.Number, r)
 			continue
 		}
@@ -199,7 +201,7 @@ func TestEnqueueTrial(t *testing.T) {
 		t.Fatalf("the enqueued trial got %v", got)
 	}
 	ts, _ := s.Trials()
-	if len(ts) != 2 || ts[0].SystemAttrs[fixedParamsAttr] == "" || ts[1].SystemAttrs[fixedParamsAttr] != "" {
+	if len(ts) != 2 || ts[0].SystemAttrs[studydata.FixedParamsAttr] == "" || ts[1].SystemAttrs[studydata.FixedParamsAttr] != "" {
 		t.Fatalf("trials %+v", ts)
 	}
 }
@@ -208,11 +210,11 @@ func TestEnqueueTrial(t *testing.T) {
 // on one file, PostgreSQL connections to one database.
 var workerStorages = []struct {
 	name string
-	open func(t *testing.T) func() Storage
+	open func(t *testing.T) func() studydata.Storage
 }{
-	{"journal", func(t *testing.T) func() Storage {
+	{"journal", func(t *testing.T) func() studydata.Storage {
 		path := filepath.Join(t.TempDir(), "w.jsonl")
-		return func() Storage {
+		return func() studydata.Storage {
 			j, err := OpenJournal(path, quiet)
 			if err != nil {
 				t.Fatal(err)
@@ -221,9 +223,9 @@ var workerStorages = []struct {
 			return j
 		}
 	}},
-	{"postgres", func(t *testing.T) func() Storage {
+	{"postgres", func(t *testing.T) func() studydata.Storage {
 		u := pgDatabase(t)
-		return func() Storage { return openPG(t, u) }
+		return func() studydata.Storage { return openPG(t, u) }
 	}},
 }
 
@@ -246,8 +248,8 @@ func TestWorkersExactTotal(t *testing.T) {
 			}
 			wg.Wait()
 			ts := checkStudyNumbers(t, open(), "exact")
-			if len(ts) != 10 || countStates(ts, Complete) != 10 {
-				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), countStates(ts, Complete))
+			if len(ts) != 10 || countStates(ts, studydata.Complete) != 10 {
+				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), countStates(ts, studydata.Complete))
 			}
 		})
 	}
@@ -276,7 +278,7 @@ func TestGridWorkers(t *testing.T) {
 			ts := checkStudyNumbers(t, open(), "grid")
 			seen := map[string]int{}
 			for _, tr := range ts {
-				if tr.State != Complete {
+				if tr.State != studydata.Complete {
 					t.Errorf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
 				}
 				seen[tr.SystemAttrs[gridIDAttr]]++
@@ -290,9 +292,9 @@ func TestGridWorkers(t *testing.T) {
 
 // checkStudyNumbers returns the trials of a study, checking that they are
 // numbered 0, 1, … without gaps.
-func checkStudyNumbers(t testing.TB, s Storage, study string) []FrozenTrial {
+func checkStudyNumbers(t testing.TB, s studydata.Storage, study string) []studydata.FrozenTrial {
 	t.Helper()
-	ts, err := s.trials(study)
+	ts, err := s.Trials(study)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,11 +328,11 @@ func TestPostgresUpgradeFromV1(t *testing.T) {
 	if v := pgInts(t, q, "SELECT version FROM gomase_schema_version"); !reflect.DeepEqual(v, []int{pgSchemaVersion}) {
 		t.Fatalf("schema version %v after the upgrade, want [%d]", v, pgSchemaVersion)
 	}
-	if _, retry, err := q.finishTrial("old", 0, Fail, 0, "boom", 1); err != nil || retry == nil || retry.Number != 1 {
+	if _, retry, err := q.FinishTrial("old", 0, studydata.Fail, 0, "boom", 1); err != nil || retry == nil || retry.Number != 1 {
 		t.Fatalf("failing trial 0 of the upgraded database: retry %+v, %v", retry, err)
 	}
 	ts := checkStudyNumbers(t, q, "old")
-	if len(ts) != 2 || ts[0].State != Fail || ts[1].State != Waiting || !ts[1].Started.IsZero() {
+	if len(ts) != 2 || ts[0].State != studydata.Fail || ts[1].State != studydata.Waiting || !ts[1].Started.IsZero() {
 		t.Fatalf("trials after the upgrade %+v", ts)
 	}
 }
@@ -379,11 +381,11 @@ func pgDurableDatabase(b *testing.B) string {
 func BenchmarkWorkers(b *testing.B) {
 	storages := []struct {
 		name string
-		open func(b *testing.B) func() Storage
+		open func(b *testing.B) func() studydata.Storage
 	}{
-		{"journal", func(b *testing.B) func() Storage {
+		{"journal", func(b *testing.B) func() studydata.Storage {
 			path := filepath.Join(b.TempDir(), "w.jsonl")
-			return func() Storage {
+			return func() studydata.Storage {
 				j, err := OpenJournal(path, quiet)
 				if err != nil {
 					b.Fatal(err)
@@ -392,13 +394,13 @@ func BenchmarkWorkers(b *testing.B) {
 				return j
 			}
 		}},
-		{"postgres", func(b *testing.B) func() Storage {
+		{"postgres", func(b *testing.B) func() studydata.Storage {
 			u := pgDurableDatabase(b)
-			return func() Storage { return openPG(b, u) }
+			return func() studydata.Storage { return openPG(b, u) }
 		}},
-		{"postgres-nosync", func(b *testing.B) func() Storage {
+		{"postgres-nosync", func(b *testing.B) func() studydata.Storage {
 			u := pgDatabase(b)
-			return func() Storage { return openPG(b, u) }
+			return func() studydata.Storage { return openPG(b, u) }
 		}},
 	}
 	obj := func(t *Trial) (float64, error) {
@@ -428,8 +430,8 @@ func BenchmarkWorkers(b *testing.B) {
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
-				if ts := checkStudyNumbers(b, studies[0].storage, "bench"); countStates(ts, Complete) != b.N || len(ts) != b.N {
-					b.Fatalf("%d trials, %d complete; want %d", len(ts), countStates(ts, Complete), b.N)
+				if ts := checkStudyNumbers(b, studies[0].storage, "bench"); countStates(ts, studydata.Complete) != b.N || len(ts) != b.N {
+					b.Fatalf("%d trials, %d complete; want %d", len(ts), countStates(ts, studydata.Complete), b.N)
 				}
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "trials/s")
 			})

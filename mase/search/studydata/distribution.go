@@ -1,4 +1,4 @@
-package search
+package studydata
 
 import (
 	"encoding/json"
@@ -29,9 +29,11 @@ type Distribution interface {
 	ToInternal(v any) (float64, error)
 	// Single reports whether the distribution holds exactly one value.
 	Single() bool
-
-	validate() error
-	equal(other Distribution) bool
+	// Validate says what is wrong with the distribution's fields, if
+	// anything.
+	Validate() error
+	// Equal reports whether other is the same distribution.
+	Equal(other Distribution) bool
 }
 
 // FloatDistribution is the distribution of SuggestFloat: the interval
@@ -106,7 +108,7 @@ func (d FloatDistribution) Single() bool {
 	return d.Low == d.High
 }
 
-func (d FloatDistribution) validate() error {
+func (d FloatDistribution) Validate() error {
 	switch {
 	case math.IsNaN(d.Low) || math.IsInf(d.Low, 0) || math.IsNaN(d.High) || math.IsInf(d.High, 0):
 		return fmt.Errorf("float range [%v, %v] is not finite; low and high must be finite numbers", d.Low, d.High)
@@ -122,7 +124,7 @@ func (d FloatDistribution) validate() error {
 	return nil
 }
 
-func (d FloatDistribution) equal(o Distribution) bool {
+func (d FloatDistribution) Equal(o Distribution) bool {
 	od, ok := o.(FloatDistribution)
 	return ok && od == d
 }
@@ -167,7 +169,7 @@ func (d IntDistribution) Single() bool {
 	return d.Low == d.High
 }
 
-func (d IntDistribution) validate() error {
+func (d IntDistribution) Validate() error {
 	switch {
 	case d.Low > d.High:
 		return fmt.Errorf("int range [%d, %d] is empty; low must be ≤ high", d.Low, d.High)
@@ -181,7 +183,7 @@ func (d IntDistribution) validate() error {
 	return nil
 }
 
-func (d IntDistribution) equal(o Distribution) bool {
+func (d IntDistribution) Equal(o Distribution) bool {
 	od, ok := o.(IntDistribution)
 	return ok && od == d
 }
@@ -213,15 +215,16 @@ func (d CategoricalDistribution) ToExternal(x float64) any {
 
 // ToInternal returns the index of the first choice equal to v.
 func (d CategoricalDistribution) ToInternal(v any) (float64, error) {
-	if i := d.index(v); i >= 0 {
+	if i := d.Index(v); i >= 0 {
 		return float64(i), nil
 	}
 	return 0, fmt.Errorf("value %v of type %T is not one of the choices %v", v, v, d.Choices)
 }
 
-func (d CategoricalDistribution) index(v any) int {
+// Index returns the index of the choice equal to v (ChoiceEqual), or -1.
+func (d CategoricalDistribution) Index(v any) int {
 	for i, c := range d.Choices {
-		if choiceEqual(c, v) {
+		if ChoiceEqual(c, v) {
 			return i
 		}
 	}
@@ -231,29 +234,29 @@ func (d CategoricalDistribution) index(v any) int {
 // Single reports whether there is exactly one choice.
 func (d CategoricalDistribution) Single() bool { return len(d.Choices) == 1 }
 
-func (d CategoricalDistribution) validate() error {
+func (d CategoricalDistribution) Validate() error {
 	if len(d.Choices) == 0 {
 		return fmt.Errorf("categorical distribution has no choices; give at least one")
 	}
 	return nil
 }
 
-func (d CategoricalDistribution) equal(o Distribution) bool {
+func (d CategoricalDistribution) Equal(o Distribution) bool {
 	od, ok := o.(CategoricalDistribution)
 	if !ok || len(od.Choices) != len(d.Choices) {
 		return false
 	}
 	for i := range d.Choices {
-		if !choiceEqual(d.Choices[i], od.Choices[i]) {
+		if !ChoiceEqual(d.Choices[i], od.Choices[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// adjustHigh moves High down onto the step grid, as Optuna does; it reports
+// AdjustHigh moves High down onto the step grid, as Optuna does; it reports
 // whether it changed anything.
-func (d *FloatDistribution) adjustHigh() bool {
+func (d *FloatDistribution) AdjustHigh() bool {
 	if d.Step <= 0 {
 		return false
 	}
@@ -266,7 +269,7 @@ func (d *FloatDistribution) adjustHigh() bool {
 	return true
 }
 
-func (d *IntDistribution) adjustHigh() bool {
+func (d *IntDistribution) AdjustHigh() bool {
 	if d.Step <= 1 {
 		return false
 	}
@@ -294,9 +297,9 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// choiceEqual compares two choices by value: numbers of any Go type by
+// ChoiceEqual compares two choices by value: numbers of any Go type by
 // numeric value, other values with == (or reflect.DeepEqual when not comparable).
-func choiceEqual(a, b any) bool {
+func ChoiceEqual(a, b any) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
@@ -350,10 +353,12 @@ type wireDist struct {
 	High    json.Number  `json:"high"`
 	Step    json.Number  `json:"step,omitempty"`
 	Log     bool         `json:"log,omitempty"`
-	Choices []wireChoice `json:"choices,omitempty"`
+	Choices []WireChoice `json:"choices,omitempty"`
 }
 
-func marshalDist(d Distribution) (json.RawMessage, error) {
+// MarshalDistribution writes d as the JSON object storages keep (its kind,
+// bounds, step, log flag and typed choices).
+func MarshalDistribution(d Distribution) (json.RawMessage, error) {
 	var w wireDist
 	switch d := d.(type) {
 	case FloatDistribution:
@@ -367,7 +372,7 @@ func marshalDist(d Distribution) (json.RawMessage, error) {
 	case CategoricalDistribution:
 		w = wireDist{Type: "categorical", Low: "0", High: json.Number(strconv.Itoa(len(d.Choices) - 1))}
 		for i, c := range d.Choices {
-			wc, err := encodeChoice(c)
+			wc, err := EncodeChoice(c)
 			if err != nil {
 				return nil, fmt.Errorf("choice %d: %w", i, err)
 			}
@@ -379,7 +384,8 @@ func marshalDist(d Distribution) (json.RawMessage, error) {
 	return json.Marshal(w)
 }
 
-func unmarshalDist(b []byte) (Distribution, error) {
+// UnmarshalDistribution reads what MarshalDistribution wrote and validates it.
+func UnmarshalDistribution(b []byte) (Distribution, error) {
 	var w wireDist
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, err
@@ -415,7 +421,7 @@ func unmarshalDist(b []byte) (Distribution, error) {
 	default:
 		return nil, fmt.Errorf("unknown distribution type %q (allowed: float, int, categorical)", w.Type)
 	}
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -430,31 +436,33 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// wireChoice is a categorical choice with its Go type, so that a journal
+// WireChoice is a categorical choice with its Go type, so that a journal
 // round trip gives back an int as an int and a float64 as a float64. It is
 // written as a two-element JSON array: ["int", 4], ["string", "relu"].
-type wireChoice struct{ v any }
+type WireChoice struct{ v any }
 
-func encodeChoice(v any) (wireChoice, error) {
+// EncodeChoice wraps a categorical choice for the wire; choices of other
+// types than nil, bool, string and Go's numbers are refused.
+func EncodeChoice(v any) (WireChoice, error) {
 	switch x := v.(type) {
 	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return wireChoice{v}, nil
+		return WireChoice{v}, nil
 	case float32:
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return wireChoice{}, fmt.Errorf("choice %v cannot be stored; only finite floats are allowed", x)
+			return WireChoice{}, fmt.Errorf("choice %v cannot be stored; only finite floats are allowed", x)
 		}
-		return wireChoice{v}, nil
+		return WireChoice{v}, nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return wireChoice{}, fmt.Errorf("choice %v cannot be stored; only finite floats are allowed", x)
+			return WireChoice{}, fmt.Errorf("choice %v cannot be stored; only finite floats are allowed", x)
 		}
-		return wireChoice{v}, nil
+		return WireChoice{v}, nil
 	}
-	return wireChoice{}, fmt.Errorf("choice %v of type %T cannot be stored in a journal (allowed: nil, bool, string, Go integer and floating-point types)", v, v)
+	return WireChoice{}, fmt.Errorf("choice %v of type %T cannot be stored in a journal (allowed: nil, bool, string, Go integer and floating-point types)", v, v)
 }
 
 // MarshalJSON writes ["type", value].
-func (c wireChoice) MarshalJSON() ([]byte, error) {
+func (c WireChoice) MarshalJSON() ([]byte, error) {
 	var tname string
 	if c.v == nil {
 		tname = "nil"
@@ -479,7 +487,7 @@ func (c wireChoice) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads ["type", value].
-func (c *wireChoice) UnmarshalJSON(b []byte) error {
+func (c *WireChoice) UnmarshalJSON(b []byte) error {
 	var pair []json.RawMessage
 	if err := json.Unmarshal(b, &pair); err != nil || len(pair) != 2 {
 		return fmt.Errorf("choice %s is not a [type, value] pair", b)
