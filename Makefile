@@ -48,7 +48,7 @@ unit:
 FUZZTIME ?= 30000x
 FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
 	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
-	./mase/search:FuzzJournalRead \
+	./mase/search/storages:FuzzJournalRead \
 	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig \
 	./mase/checkpoint:FuzzImportGraph
 fuzz:

@@ -21,6 +21,7 @@ import (
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/lab/nas"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/mase/ui/searchplot"
 )
@@ -155,7 +156,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if f.tpeStartup < 0 {
 		return fmt.Errorf("--tpe-startup must be ≥ 0 (got %d)", f.tpeStartup)
 	}
-	if f.heartbeat > 0 && !search.IsPostgresURL(f.storage) {
+	if f.heartbeat > 0 && !storages.IsPostgresURL(f.storage) {
 		return errors.New(heartbeatNeedsPostgres)
 	}
 	if err := checkOutputPath("--plot", f.plot, ".svg"); err != nil {
@@ -180,13 +181,13 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	var storage search.Storage
 	storageName := ""
 	if f.storage != "" {
-		st, err := search.OpenStorage(f.storage, warnings)
+		st, err := storages.Open(f.storage, warnings)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		storage, storageName = st, st.String()
-		if pg, ok := st.(*search.PostgresStorage); ok && f.heartbeat > 0 {
+		if pg, ok := st.(*storages.PostgresStorage); ok && f.heartbeat > 0 {
 			if err := pg.SetHeartbeat(f.heartbeat); err != nil {
 				return err
 			}

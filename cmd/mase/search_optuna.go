@@ -18,6 +18,8 @@ import (
 
 	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/optuna"
+	"github.com/gomase/gomase/mase/search/storages"
 )
 
 // `mase search export` and `mase search import`: a study to and from
@@ -57,16 +59,16 @@ func parseWithFile(fs *flag.FlagSet, args []string, what string) (string, error)
 // openExisting opens the storage of --storage, which must exist: a
 // PostgreSQL URL, or a journal file that is there (opening a journal creates
 // it otherwise).
-func openExisting(spec string, logger *slog.Logger) (search.StorageCloser, error) {
+func openExisting(spec string, logger *slog.Logger) (storages.Closer, error) {
 	if spec == "" {
 		return nil, errors.New("--storage is required (a journal file or a postgresql:// URL)")
 	}
-	if !search.IsPostgresURL(spec) {
+	if !storages.IsPostgresURL(spec) {
 		if _, err := os.Stat(spec); err != nil {
 			return nil, fmt.Errorf("--storage %s: no such journal file (give the journal of a study, or a postgresql:// URL)", spec)
 		}
 	}
-	return search.OpenStorage(spec, logger)
+	return storages.Open(spec, logger)
 }
 
 // stateCounts is a JSON object of trial counts by state.
@@ -106,7 +108,7 @@ func runSearchExport(args []string, stdout, stderr io.Writer) error {
 	// Written aside and renamed into place: nobody reads a half-written
 	// journal, and a failed export leaves nothing.
 	var journal bytes.Buffer
-	n, err := search.ExportOptunaJournal(st, *study, &journal)
+	n, err := optuna.ExportJournal(st, *study, &journal)
 	if err != nil {
 		return err
 	}
@@ -163,14 +165,14 @@ func runSearchImport(args []string, stdout, stderr io.Writer) error {
 // aside and takes its name only when the import succeeded (and was not
 // interrupted), so a failed import leaves no file; an existing file must be
 // a journal, and the study is appended to it in one write, or not at all.
-func importInto(spec string, r io.Reader, study, as string, logger *slog.Logger) (search.OptunaImport, string, error) {
-	var imp search.OptunaImport
-	if _, err := os.Lstat(spec); errors.Is(err, fs.ErrNotExist) && !search.IsPostgresURL(spec) {
+func importInto(spec string, r io.Reader, study, as string, logger *slog.Logger) (optuna.Import, string, error) {
+	var imp optuna.Import
+	if _, err := os.Lstat(spec); errors.Is(err, fs.ErrNotExist) && !storages.IsPostgresURL(spec) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		err := search.CreateJournal(ctx, spec, logger, func(j *search.JournalStorage) error {
+		err := storages.CreateJournal(ctx, spec, logger, func(j *storages.JournalStorage) error {
 			var err error
-			imp, err = search.ImportOptunaJournal(j, r, study, as)
+			imp, err = optuna.ImportJournal(j, r, study, as)
 			return err
 		})
 		if errors.Is(err, context.Canceled) {
@@ -178,11 +180,11 @@ func importInto(spec string, r io.Reader, study, as string, logger *slog.Logger)
 		}
 		return imp, spec, err
 	}
-	st, err := search.OpenStorage(spec, logger)
+	st, err := storages.Open(spec, logger)
 	if err != nil {
 		return imp, "", err
 	}
 	defer st.Close()
-	imp, err = search.ImportOptunaJournal(st, r, study, as)
+	imp, err = optuna.ImportJournal(st, r, study, as)
 	return imp, st.String(), err
 }

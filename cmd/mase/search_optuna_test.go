@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomase/gomase/internal/optunatest"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/storages"
 )
 
 // optunaWriteScript: Optuna 3.1 runs the toy space (search_toy.go) for 5
@@ -153,7 +154,7 @@ func TestSearchOptunaRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	st, err := search.OpenStorage(storage, nil)
+	st, err := storages.Open(storage, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestSearchImportFailureLeavesNothing(t *testing.T) {
 	if want := []string{"broken.log", "empty.log", "good.log", "multi.log", "new.jsonl"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("files after the imports: %v, want %v", names, want)
 	}
-	st, err := search.OpenJournal(out, nil)
+	st, err := storages.OpenJournal(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomase/gomase/mase/safetensors"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/storages"
 )
 
 // TestMain lets the tests run this test binary as the mase command
@@ -221,7 +222,7 @@ func searchKilledAndResumed(t *testing.T, storage string) {
 			t.Errorf("the password of the storage URL is in the output: %s", errOut)
 		}
 	}
-	j, err := search.OpenStorage(storage, nil)
+	j, err := storages.Open(storage, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

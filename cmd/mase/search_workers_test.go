@@ -21,6 +21,7 @@ import (
 
 	"github.com/gomase/gomase/internal/pgtest"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/storages"
 )
 
 // worker is a `mase search` process: this test binary run as mase.
@@ -67,7 +68,7 @@ func (w *worker) wait(t *testing.T, name string) {
 // studyTrials reads every trial of a study.
 func studyTrials(t *testing.T, storage, study string) []search.FrozenTrial {
 	t.Helper()
-	st, err := search.OpenStorage(storage, nil)
+	st, err := storages.Open(storage, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,12 @@
 // objective returned an error wrapping ErrPruned) or Fail (any other error,
 // a panic, NaN or ±Inf).
 //
-// Trials live in a Storage: InMemoryStorage; JournalStorage, an
-// append-only JSON-lines file under flock that several processes can share
-// and that a study resumes from after a crash (OptimizeUntil runs a study
-// until it holds N complete trials in total, across all its workers); or
-// PostgresStorage, a PostgreSQL database that workers on several machines
-// can share. OpenStorage opens either of the last two from a file path or a
-// postgresql:// URL. A failed trial can be run again with the same
-// parameters (Config.RetryFailed), and trials can be enqueued
-// (Study.EnqueueTrial).
+// Trials live in a Storage (package studydata holds the record a study
+// keeps and the Storage interface; FrozenTrial, the states and directions
+// are re-exported here): package storages has the in-memory, journal-file
+// and PostgreSQL storages, and package optuna reads and writes Optuna's
+// journal files. A failed trial can be run again with the same parameters
+// (Config.RetryFailed), and trials can be enqueued (Study.EnqueueTrial).
 //
 //	study, err := search.NewStudy(search.Config{Name: "nas", Direction: search.Maximize, Sampler: sampler})
 //	err = study.Optimize(ctx, func(t *search.Trial) (float64, error) {

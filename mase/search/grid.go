@@ -17,7 +17,7 @@ import (
 
 // System attributes the GridSampler records on each of its trials.
 const (
-	gridIDAttr          = "grid_id"
+	GridIDAttr          = "grid_id"
 	gridFingerprintAttr = "grid"
 )
 
@@ -115,7 +115,7 @@ func (g *GridSampler) points(ts []studydata.FrozenTrial) (visited, taken map[int
 		if t.SystemAttrs[gridFingerprintAttr] != g.fp {
 			continue
 		}
-		id, err := strconv.Atoi(t.SystemAttrs[gridIDAttr])
+		id, err := strconv.Atoi(t.SystemAttrs[GridIDAttr])
 		if err != nil || id < 0 || id >= g.total {
 			continue
 		}
@@ -147,7 +147,7 @@ const listLimit = 1 << 20
 // (EnqueueTrial) keeps them, as in Optuna.
 func (g *GridSampler) startAttrs(_ *Study, ts []studydata.FrozenTrial, waiting *studydata.FrozenTrial) (map[string]string, error) {
 	if waiting != nil {
-		if _, ok := waiting.SystemAttrs[gridIDAttr]; ok {
+		if _, ok := waiting.SystemAttrs[GridIDAttr]; ok {
 			return nil, nil
 		}
 		if _, ok := waiting.SystemAttrs[studydata.FixedParamsAttr]; ok {
@@ -158,7 +158,7 @@ func (g *GridSampler) startAttrs(_ *Study, ts []studydata.FrozenTrial, waiting *
 	if used := len(visited) + len(taken); g.total > listLimit && used < g.total/2 {
 		for {
 			if id := g.rng.IntN(g.total); !visited[id] && !taken[id] {
-				return map[string]string{gridFingerprintAttr: g.fp, gridIDAttr: strconv.Itoa(id)}, nil
+				return map[string]string{gridFingerprintAttr: g.fp, GridIDAttr: strconv.Itoa(id)}, nil
 			}
 		}
 	}
@@ -175,12 +175,12 @@ func (g *GridSampler) startAttrs(_ *Study, ts []studydata.FrozenTrial, waiting *
 		return nil, studydata.ErrWait
 	}
 	id := free[g.rng.IntN(len(free))]
-	return map[string]string{gridFingerprintAttr: g.fp, gridIDAttr: strconv.Itoa(id)}, nil
+	return map[string]string{gridFingerprintAttr: g.fp, GridIDAttr: strconv.Itoa(id)}, nil
 }
 
 // Sample returns the trial's grid value for name.
 func (g *GridSampler) Sample(_ *Study, t *Trial, name string, dist studydata.Distribution) (float64, error) {
-	ids, ok := t.systemAttr(gridIDAttr)
+	ids, ok := t.systemAttr(GridIDAttr)
 	if !ok {
 		return 0, fmt.Errorf("trial %d has no grid point; a GridSampler samples only trials it started (through Optimize or Ask)", t.number)
 	}

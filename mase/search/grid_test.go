@@ -1,40 +1,19 @@
-package search
+package search_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
-var testGrid = map[string][]any{"a": {1, 2, 3}, "b": {"x", "y"}, "lr": {0.1, 0.01}}
-
-func gridObjective(t *Trial) (float64, error) {
-	a, err := t.SuggestInt("a", 1, 3)
-	if err != nil {
-		return 0, err
-	}
-	b, err := t.SuggestCategorical("b", []any{"x", "y", "z"})
-	if err != nil {
-		return 0, err
-	}
-	lr, err := t.SuggestFloat("lr", 1e-3, 1, WithLog())
-	if err != nil {
-		return 0, err
-	}
-	v := float64(a) * lr
-	if b == "y" {
-		v++
-	}
-	return v, nil
-}
-
-func gridOrder(t *testing.T, s *Study) []string {
+func gridOrder(t *testing.T, s *search.Study) []string {
 	t.Helper()
 	ts, err := s.Trials()
 	if err != nil {
@@ -51,15 +30,15 @@ func gridOrder(t *testing.T, s *Study) []string {
 }
 
 func TestGridVisitsEachPointOnce(t *testing.T) {
-	g, err := NewGridSampler(testGrid, 7)
+	g, err := search.NewGridSampler(searchtest.Grid, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g.Len() != 12 {
 		t.Fatalf("Len = %d, want 12", g.Len())
 	}
-	s := newTestStudy(t, Config{Sampler: g})
-	if err := s.Optimize(context.Background(), gridObjective, 100, 0); err != nil {
+	s := searchtest.NewStudy(t, search.Config{Sampler: g})
+	if err := s.Optimize(context.Background(), searchtest.GridObjective, 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	order := gridOrder(t, s)
@@ -74,28 +53,28 @@ func TestGridVisitsEachPointOnce(t *testing.T) {
 		seen[k] = true
 	}
 	// Exhausted: Optimize runs nothing more, Ask says so.
-	if err := s.Optimize(context.Background(), gridObjective, 5, 0); err != nil {
+	if err := s.Optimize(context.Background(), searchtest.GridObjective, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ts, _ := s.Trials(); len(ts) != 12 {
 		t.Fatalf("Optimize on an exhausted grid ran %d more trials", len(ts)-12)
 	}
-	if _, err := s.Ask(context.Background()); !errors.Is(err, ErrStudyStopped) {
+	if _, err := s.Ask(context.Background()); !errors.Is(err, search.ErrStudyStopped) {
 		t.Fatalf("Ask on an exhausted grid: %v", err)
 	}
 	// nTrials 0 is fine with a grid: it stops when exhausted.
-	g2, _ := NewGridSampler(testGrid, 7)
-	s2 := newTestStudy(t, Config{Sampler: g2})
-	if err := s2.Optimize(context.Background(), gridObjective, 0, 0); err != nil {
+	g2, _ := search.NewGridSampler(searchtest.Grid, 7)
+	s2 := searchtest.NewStudy(t, search.Config{Sampler: g2})
+	if err := s2.Optimize(context.Background(), searchtest.GridObjective, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Same seed, same order; another seed, another order.
 	if o2 := gridOrder(t, s2); !reflect.DeepEqual(o2, order) {
 		t.Errorf("same seed, different order:\n%v\n%v", order, o2)
 	}
-	g3, _ := NewGridSampler(testGrid, 8)
-	s3 := newTestStudy(t, Config{Sampler: g3})
-	s3.Optimize(context.Background(), gridObjective, 0, 0)
+	g3, _ := search.NewGridSampler(searchtest.Grid, 8)
+	s3 := searchtest.NewStudy(t, search.Config{Sampler: g3})
+	s3.Optimize(context.Background(), searchtest.GridObjective, 0, 0)
 	if o3 := gridOrder(t, s3); reflect.DeepEqual(o3, order) {
 		t.Errorf("seeds 7 and 8 give the same order %v", order)
 	}
@@ -108,15 +87,15 @@ func TestGridVisitsEachPointOnce(t *testing.T) {
 }
 
 func TestGridErrors(t *testing.T) {
-	if _, err := NewGridSampler(map[string][]any{"a": {}}, 0); err == nil || !strings.Contains(err.Error(), `"a" has no values`) {
+	if _, err := search.NewGridSampler(map[string][]any{"a": {}}, 0); err == nil || !strings.Contains(err.Error(), `"a" has no values`) {
 		t.Errorf("empty values: %v", err)
 	}
-	if _, err := NewGridSampler(map[string][]any{"a": {[]int{1}}}, 0); err == nil {
+	if _, err := search.NewGridSampler(map[string][]any{"a": {[]int{1}}}, 0); err == nil {
 		t.Error("a slice as grid value: no error")
 	}
-	g, _ := NewGridSampler(map[string][]any{"a": {1, 2}, "b": {"p", "q"}}, 0)
-	s := newTestStudy(t, Config{Sampler: g})
-	err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	g, _ := search.NewGridSampler(map[string][]any{"a": {1, 2}, "b": {"p", "q"}}, 0)
+	s := searchtest.NewStudy(t, search.Config{Sampler: g})
+	err := s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		if _, err := tr.SuggestInt("a", 0, 5); err != nil {
 			return 0, err
 		}
@@ -142,61 +121,6 @@ func TestGridErrors(t *testing.T) {
 	}
 }
 
-// TestGridResume: a study resumed from a journal visits only the points left,
-// and retries the point of a trial whose process crashed.
-func TestGridResume(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "grid.jsonl")
-	open := func(seed int64) *Study {
-		j, err := OpenJournal(path, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Close() })
-		g, _ := NewGridSampler(testGrid, seed)
-		return newTestStudy(t, Config{Name: "grid", Sampler: g, Storage: j})
-	}
-	s := open(1)
-	if err := s.Optimize(context.Background(), gridObjective, 5, 0); err != nil {
-		t.Fatal(err)
-	}
-	// A trial left running by a dead process holds point 3 (if not visited).
-	ts, _ := s.Trials()
-	visited := map[string]bool{}
-	for _, tr := range ts {
-		visited[tr.SystemAttrs[gridIDAttr]] = true
-	}
-	crashed := ""
-	for id := range 12 {
-		if !visited[fmt.Sprint(id)] {
-			crashed = fmt.Sprint(id)
-			break
-		}
-	}
-	appendRecords(t, path,
-		fmt.Sprintf(`{"op":"create_trial","study":"grid","trial":5,"owner":%s}`, deadOwnerJSON()),
-		fmt.Sprintf(`{"op":"set_system_attr","study":"grid","trial":5,"name":"grid","value":%q}`, s.sampler.(*GridSampler).fp),
-		fmt.Sprintf(`{"op":"set_system_attr","study":"grid","trial":5,"name":"grid_id","value":%q}`, crashed))
-	s2 := open(2)
-	if err := s2.Optimize(context.Background(), gridObjective, 100, 0); err != nil {
-		t.Fatal(err)
-	}
-	ts, _ = s2.Trials()
-	count := map[string]int{}
-	for _, tr := range ts {
-		if tr.State == studydata.Complete {
-			count[fmt.Sprint(tr.Params["a"], tr.Params["b"], tr.Params["lr"])]++
-		}
-	}
-	if len(ts) != 13 || len(count) != 12 || ts[5].State != studydata.Fail {
-		t.Fatalf("after resume: %d trials (want 13: 12 points + the crashed one), %d distinct complete points, trial 5 %v", len(ts), len(count), ts[5].State)
-	}
-	for k, n := range count {
-		if n != 1 {
-			t.Errorf("point %s completed %d times", k, n)
-		}
-	}
-}
-
 // TestGridHuge: a grid of 2^60 points (60 binary choices) is accepted, and
 // its trials take distinct points without listing them; the same seed gives
 // the same points.
@@ -205,7 +129,7 @@ func TestGridHuge(t *testing.T) {
 	for i := range 60 {
 		grid[fmt.Sprintf("x%02d", i)] = []any{"a", "b"}
 	}
-	objective := func(tr *Trial) (float64, error) {
+	objective := func(tr *search.Trial) (float64, error) {
 		v := 0.0
 		for i := range 60 {
 			c, err := tr.SuggestCategorical(fmt.Sprintf("x%02d", i), []any{"a", "b"})
@@ -219,14 +143,14 @@ func TestGridHuge(t *testing.T) {
 		return v, nil
 	}
 	run := func() []string {
-		g, err := NewGridSampler(grid, 3)
+		g, err := search.NewGridSampler(grid, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if g.Len() != 1<<60 {
 			t.Fatalf("Len = %d, want 2^60", g.Len())
 		}
-		s := newTestStudy(t, Config{Sampler: g})
+		s := searchtest.NewStudy(t, search.Config{Sampler: g})
 		if err := s.Optimize(context.Background(), objective, 20, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +161,7 @@ func TestGridHuge(t *testing.T) {
 			if tr.State != studydata.Complete {
 				t.Fatalf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
 			}
-			id := tr.SystemAttrs[gridIDAttr]
+			id := tr.SystemAttrs[search.GridIDAttr]
 			if seen[id] {
 				t.Fatalf("grid point %s visited twice", id)
 			}
@@ -254,7 +178,7 @@ func TestGridHuge(t *testing.T) {
 	}
 	// Over math.MaxInt points: refused.
 	grid["y"] = []any{1, 2, 3, 4, 5, 6, 7, 8, 9}
-	if _, err := NewGridSampler(grid, 0); err == nil || !strings.Contains(err.Error(), "math.MaxInt") {
+	if _, err := search.NewGridSampler(grid, 0); err == nil || !strings.Contains(err.Error(), "math.MaxInt") {
 		t.Errorf("a grid of 9·2^60 points: %v", err)
 	}
 }

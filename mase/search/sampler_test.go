@@ -1,9 +1,7 @@
-package search
+package search_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -11,54 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
-// mixedObjective suggests every kind of parameter; it fails when fail is set.
-func mixedObjective(fail, prune bool) Objective {
-	return func(t *Trial) (float64, error) {
-		x, err := t.SuggestFloat("x", -5, 5)
-		if err != nil {
-			return 0, err
-		}
-		lr, err := t.SuggestFloat("lr", 1e-5, 1e-1, WithLog())
-		if err != nil {
-			return 0, err
-		}
-		n, err := t.SuggestInt("n", 1, 64, WithLog())
-		if err != nil {
-			return 0, err
-		}
-		k, err := t.SuggestInt("k", 0, 20, WithStep(4))
-		if err != nil {
-			return 0, err
-		}
-		q, err := t.SuggestFloat("q", 0, 1, WithStep(0.1))
-		if err != nil {
-			return 0, err
-		}
-		c, err := Categorical(t, "c", []string{"a", "b", "c"})
-		if err != nil {
-			return 0, err
-		}
-		if fail {
-			return 0, errors.New("fails on purpose")
-		}
-		if prune {
-			return 0, ErrPruned
-		}
-		v := (x-1)*(x-1) + math.Abs(math.Log10(lr)+3) + math.Abs(float64(n)-8)/8 + float64(k)/20 + q
-		if c != "b" {
-			v += 1
-		}
-		return v, nil
-	}
-}
-
 // paramsSequence runs n trials and returns each trial's parameters.
-func paramsSequence(t *testing.T, sampler Sampler, obj Objective, n int) []map[string]any {
+func paramsSequence(t *testing.T, sampler search.Sampler, obj search.Objective, n int) []map[string]any {
 	t.Helper()
-	s := newTestStudy(t, Config{Sampler: sampler})
+	s := searchtest.NewStudy(t, search.Config{Sampler: sampler})
 	if err := s.Optimize(context.Background(), obj, n, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -70,26 +29,20 @@ func paramsSequence(t *testing.T, sampler Sampler, obj Objective, n int) []map[s
 	return out
 }
 
-func mustTPE(t testing.TB, opts TPEOptions) *TPESampler {
-	s, err := NewTPESampler(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestSamplersReproducible(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		new  func(seed int64) Sampler
+		new  func(seed int64) search.Sampler
 	}{
-		{"random", func(seed int64) Sampler { return NewRandomSampler(seed) }},
-		{"tpe", func(seed int64) Sampler { return mustTPE(t, TPEOptions{Seed: seed}) }},
-		{"tpe-normalized", func(seed int64) Sampler { return mustTPE(t, TPEOptions{Seed: seed, NormalizedDensity: true}) }},
+		{"random", func(seed int64) search.Sampler { return search.NewRandomSampler(seed) }},
+		{"tpe", func(seed int64) search.Sampler { return searchtest.MustTPE(t, search.TPEOptions{Seed: seed}) }},
+		{"tpe-normalized", func(seed int64) search.Sampler {
+			return searchtest.MustTPE(t, search.TPEOptions{Seed: seed, NormalizedDensity: true})
+		}},
 	} {
-		a := paramsSequence(t, c.new(42), mixedObjective(false, false), 30)
-		b := paramsSequence(t, c.new(42), mixedObjective(false, false), 30)
-		d := paramsSequence(t, c.new(43), mixedObjective(false, false), 30)
+		a := paramsSequence(t, c.new(42), searchtest.MixedObjective(false, false), 30)
+		b := paramsSequence(t, c.new(42), searchtest.MixedObjective(false, false), 30)
+		d := paramsSequence(t, c.new(43), searchtest.MixedObjective(false, false), 30)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: two runs with seed 42 differ", c.name)
 		}
@@ -100,7 +53,7 @@ func TestSamplersReproducible(t *testing.T) {
 }
 
 func TestRandomSamplerCoverage(t *testing.T) {
-	seq := paramsSequence(t, NewRandomSampler(1), mixedObjective(false, false), 400)
+	seq := paramsSequence(t, search.NewRandomSampler(1), searchtest.MixedObjective(false, false), 400)
 	ks, cs := map[int]int{}, map[string]int{}
 	logSmall := 0
 	for _, p := range seq {
@@ -134,33 +87,21 @@ func TestRandomSamplerCoverage(t *testing.T) {
 // so with every trial failing TPE draws exactly what RandomSampler does;
 // pruned trials do count.
 func TestTPEIgnoresFailedTrials(t *testing.T) {
-	rnd := paramsSequence(t, NewRandomSampler(5), mixedObjective(true, false), 25)
-	tpe := paramsSequence(t, mustTPE(t, TPEOptions{Seed: 5}), mixedObjective(true, false), 25)
+	rnd := paramsSequence(t, search.NewRandomSampler(5), searchtest.MixedObjective(true, false), 25)
+	tpe := paramsSequence(t, searchtest.MustTPE(t, search.TPEOptions{Seed: 5}), searchtest.MixedObjective(true, false), 25)
 	if !reflect.DeepEqual(rnd, tpe) {
 		t.Error("with every trial failed, TPE should stay in its random start-up")
 	}
-	rnd = paramsSequence(t, NewRandomSampler(5), mixedObjective(false, true), 25)
-	tpe = paramsSequence(t, mustTPE(t, TPEOptions{Seed: 5}), mixedObjective(false, true), 25)
+	rnd = paramsSequence(t, search.NewRandomSampler(5), searchtest.MixedObjective(false, true), 25)
+	tpe = paramsSequence(t, searchtest.MustTPE(t, search.TPEOptions{Seed: 5}), searchtest.MixedObjective(false, true), 25)
 	if !reflect.DeepEqual(rnd[:10], tpe[:10]) || reflect.DeepEqual(rnd[10:], tpe[10:]) {
 		t.Error("pruned trials should count: TPE should leave its start-up after 10")
 	}
 }
 
-func sphere(t *Trial) (float64, error) {
-	s := 0.0
-	for i := range 5 {
-		x, err := t.SuggestFloat(fmt.Sprintf("x%d", i), -5, 5)
-		if err != nil {
-			return 0, err
-		}
-		s += (x - 1) * (x - 1)
-	}
-	return s, nil
-}
-
-func bestOf(t *testing.T, sampler Sampler, dir studydata.Direction, obj Objective, n int) float64 {
+func bestOf(t *testing.T, sampler search.Sampler, dir studydata.Direction, obj search.Objective, n int) float64 {
 	t.Helper()
-	s := newTestStudy(t, Config{Sampler: sampler, Direction: dir})
+	s := searchtest.NewStudy(t, search.Config{Sampler: sampler, Direction: dir})
 	if err := s.Optimize(context.Background(), obj, n, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -176,51 +117,51 @@ func median(v []float64) float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-// TestTPEBeatsRandom: on a 5-D sphere, over seeds 0..8 and 100 trials, TPE's
+// TestTPEBeatsRandom: on a 5-D searchtest.Sphere, over seeds 0..8 and 100 trials, TPE's
 // median best value is far below Random's (typically 0.5 against 7).
 func TestTPEBeatsRandom(t *testing.T) {
 	var tpe, tpeN, rnd []float64
 	for seed := range int64(9) {
-		tpe = append(tpe, bestOf(t, mustTPE(t, TPEOptions{Seed: seed}), studydata.Minimize, sphere, 100))
-		tpeN = append(tpeN, bestOf(t, mustTPE(t, TPEOptions{Seed: seed, NormalizedDensity: true}), studydata.Minimize, sphere, 100))
-		rnd = append(rnd, bestOf(t, NewRandomSampler(seed), studydata.Minimize, sphere, 100))
+		tpe = append(tpe, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed}), studydata.Minimize, searchtest.Sphere, 100))
+		tpeN = append(tpeN, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed, NormalizedDensity: true}), studydata.Minimize, searchtest.Sphere, 100))
+		rnd = append(rnd, bestOf(t, search.NewRandomSampler(seed), studydata.Minimize, searchtest.Sphere, 100))
 	}
 	mt, mn, mr := median(tpe), median(tpeN), median(rnd)
 	t.Logf("median best of 100 trials: TPE %.3f, TPE (normalised density) %.3f, Random %.3f", mt, mn, mr)
 	if !(mt < mr/3) || !(mn < mr/2) {
 		t.Errorf("TPE does not beat Random: TPE %.3f, TPE normalised %.3f, Random %.3f", mt, mn, mr)
 	}
-	// Maximising the negated sphere works the same way.
-	neg := func(tr *Trial) (float64, error) { v, err := sphere(tr); return -v, err }
-	if v := bestOf(t, mustTPE(t, TPEOptions{Seed: 1}), studydata.Maximize, neg, 100); v < -mr/2 {
-		t.Errorf("maximising −sphere: best %.3f, Random's median %.3f", v, -mr)
+	// Maximising the negated searchtest.Sphere works the same way.
+	neg := func(tr *search.Trial) (float64, error) { v, err := searchtest.Sphere(tr); return -v, err }
+	if v := bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: 1}), studydata.Maximize, neg, 100); v < -mr/2 {
+		t.Errorf("maximising −searchtest.Sphere: best %.3f, Random's median %.3f", v, -mr)
 	}
 }
 
 func TestTPEOptions(t *testing.T) {
-	if _, err := NewTPESampler(TPEOptions{NEICandidates: -1}); err == nil {
+	if _, err := search.NewTPESampler(search.TPEOptions{NEICandidates: -1}); err == nil {
 		t.Error("NEICandidates −1: no error")
 	}
-	if _, err := NewTPESampler(TPEOptions{PriorWeight: math.NaN()}); err == nil {
+	if _, err := search.NewTPESampler(search.TPEOptions{PriorWeight: math.NaN()}); err == nil {
 		t.Error("PriorWeight NaN: no error")
 	}
 	// No start-up, no prior, endpoints, custom gamma and weights all run.
-	s := mustTPE(t, TPEOptions{NStartupTrials: -1, NoPrior: true, NoMagicClip: true, ConsiderEndpoints: true,
+	s := searchtest.MustTPE(t, search.TPEOptions{NStartupTrials: -1, NoPrior: true, NoMagicClip: true, ConsiderEndpoints: true,
 		Gamma: func(n int) int { return n / 2 }, Weights: func(n int) []float64 { return slices.Repeat([]float64{2}, n) }})
-	if v := bestOf(t, s, studydata.Minimize, mixedObjective(false, false), 40); math.IsNaN(v) {
+	if v := bestOf(t, s, studydata.Minimize, searchtest.MixedObjective(false, false), 40); math.IsNaN(v) {
 		t.Error("NaN best")
 	}
-	bad := mustTPE(t, TPEOptions{NStartupTrials: 2, Weights: func(n int) []float64 { return make([]float64, n) }})
-	st := newTestStudy(t, Config{Sampler: bad})
-	st.Optimize(context.Background(), sphere, 4, 0)
+	bad := searchtest.MustTPE(t, search.TPEOptions{NStartupTrials: 2, Weights: func(n int) []float64 { return make([]float64, n) }})
+	st := searchtest.NewStudy(t, search.Config{Sampler: bad})
+	st.Optimize(context.Background(), searchtest.Sphere, 4, 0)
 	ts, _ := st.Trials()
 	if ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "only zeros") {
 		t.Errorf("all-zero weights: trial 3 %v %q", ts[3].State, ts[3].Message)
 	}
-	if w := DefaultWeights(30); w[0] != 1.0/30 || w[4] != 1 || w[29] != 1 || len(w) != 30 {
+	if w := search.DefaultWeights(30); w[0] != 1.0/30 || w[4] != 1 || w[29] != 1 || len(w) != 30 {
 		t.Errorf("DefaultWeights(30) = %v", w)
 	}
-	if DefaultGamma(7) != 1 || DefaultGamma(100) != 10 || DefaultGamma(1000) != 25 {
+	if search.DefaultGamma(7) != 1 || search.DefaultGamma(100) != 10 || search.DefaultGamma(1000) != 25 {
 		t.Error("DefaultGamma")
 	}
 }
@@ -228,8 +169,8 @@ func TestTPEOptions(t *testing.T) {
 // TestTPEDynamicSpace: a parameter's past values count only where they fit
 // the current distribution; categoricals are matched by value.
 func TestTPEDynamicSpace(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: mustTPE(t, TPEOptions{Seed: 3, NStartupTrials: 3})})
-	err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 3, NStartupTrials: 3})})
+	err := s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		hi := 5.0
 		choices := []any{1, 2, 3}
 		if tr.Number()%2 == 1 {
@@ -255,7 +196,7 @@ func TestTPEDynamicSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if n := countStates(ts, studydata.Complete); n != 30 {
+	if n := searchtest.CountStates(ts, studydata.Complete); n != 30 {
 		t.Fatalf("%d of 30 complete: %s", n, ts[len(ts)-1].Message)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -116,7 +117,7 @@ func NewStudy(cfg Config) (*Study, error) {
 		s.sampler = tpe
 	}
 	if s.storage == nil {
-		s.storage = NewInMemoryStorage()
+		s.storage = storages.NewInMemoryStorage()
 	}
 	dir, existed, err := s.storage.CreateStudy(s.name, s.direction)
 	if err != nil {
@@ -175,6 +176,9 @@ func (s *Study) recoverSometimes() error {
 	_, err := s.recover()
 	return err
 }
+
+// Storage returns the storage the study keeps its trials in.
+func (s *Study) Storage() studydata.Storage { return s.storage }
 
 // Name returns the study's name.
 func (s *Study) Name() string { return s.name }

@@ -1,4 +1,4 @@
-package search
+package search_test
 
 import (
 	"bytes"
@@ -12,46 +12,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
-var quiet = slog.New(slog.DiscardHandler)
-
-func newTestStudy(t testing.TB, cfg Config) *Study {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = quiet
-	}
-	s, err := NewStudy(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestOptimizeBasics(t *testing.T) {
-	s := newTestStudy(t, Config{Name: "basic", Sampler: NewRandomSampler(1)})
+	s := searchtest.NewStudy(t, search.Config{Name: "basic", Sampler: search.NewRandomSampler(1)})
 	if s.Name() != "basic" || s.Direction() != studydata.Minimize {
 		t.Fatalf("name %q direction %v", s.Name(), s.Direction())
 	}
-	obj := func(tr *Trial) (float64, error) {
+	obj := func(tr *search.Trial) (float64, error) {
 		x, err := tr.SuggestFloat("x", -3, 3)
 		if err != nil {
 			return 0, err
 		}
-		n, err := tr.SuggestInt("n", 2, 10, WithStep(2))
+		n, err := tr.SuggestInt("n", 2, 10, search.WithStep(2))
 		if err != nil {
 			return 0, err
 		}
-		lr, err := tr.SuggestFloat("lr", 1e-5, 1e-1, WithLog())
+		lr, err := tr.SuggestFloat("lr", 1e-5, 1e-1, search.WithLog())
 		if err != nil {
 			return 0, err
 		}
-		q, err := tr.SuggestFloat("q", 0, 1, WithStep(0.25))
+		q, err := tr.SuggestFloat("q", 0, 1, search.WithStep(0.25))
 		if err != nil {
 			return 0, err
 		}
-		k, err := tr.SuggestInt("k", 1, 1000, WithLog())
+		k, err := tr.SuggestInt("k", 1, 1000, search.WithLog())
 		if err != nil {
 			return 0, err
 		}
@@ -116,13 +104,13 @@ func TestOptimizeBasics(t *testing.T) {
 }
 
 func TestMaximizeBestTrial(t *testing.T) {
-	s := newTestStudy(t, Config{Direction: studydata.Maximize, Sampler: NewRandomSampler(2)})
-	if _, err := s.BestTrial(); !errors.Is(err, ErrNoCompleteTrial) {
+	s := searchtest.NewStudy(t, search.Config{Direction: studydata.Maximize, Sampler: search.NewRandomSampler(2)})
+	if _, err := s.BestTrial(); !errors.Is(err, search.ErrNoCompleteTrial) {
 		t.Fatalf("BestTrial on an empty study: %v, want ErrNoCompleteTrial", err)
 	}
 	vals := []float64{0.5, 0.9, 0.9, 0.1}
 	i := 0
-	err := s.Optimize(context.Background(), func(*Trial) (float64, error) { v := vals[i]; i++; return v, nil }, len(vals), 0)
+	err := s.Optimize(context.Background(), func(*search.Trial) (float64, error) { v := vals[i]; i++; return v, nil }, len(vals), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +122,8 @@ func TestMaximizeBestTrial(t *testing.T) {
 
 func TestTrialStates(t *testing.T) {
 	var logBuf bytes.Buffer
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(3), Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
-	obj := func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(3), Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	obj := func(tr *search.Trial) (float64, error) {
 		x, err := tr.SuggestFloat("x", 0, 1)
 		if err != nil {
 			return 0, err
@@ -144,7 +132,7 @@ func TestTrialStates(t *testing.T) {
 		case 0:
 			return x, nil
 		case 1:
-			return 0, fmt.Errorf("%w: accuracy 0.3 at epoch 1", ErrPruned)
+			return 0, fmt.Errorf("%w: accuracy 0.3 at epoch 1", search.ErrPruned)
 		case 2:
 			return 0, errors.New("out of memory")
 		case 3:
@@ -184,7 +172,7 @@ func TestTrialStates(t *testing.T) {
 }
 
 func TestSuggestSameNameTwice(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(4)})
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(4)})
 	tr, err := s.Ask(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +212,7 @@ func TestSuggestSameNameTwice(t *testing.T) {
 }
 
 func TestSuggestValidation(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(5)})
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(5)})
 	tr, _ := s.Ask(context.Background())
 	for _, c := range []struct {
 		name string
@@ -232,11 +220,11 @@ func TestSuggestValidation(t *testing.T) {
 		want string
 	}{
 		{"float empty", func() error { _, err := tr.SuggestFloat("a", 2, 1); return err }, "low must be ≤ high"},
-		{"float log ≤ 0", func() error { _, err := tr.SuggestFloat("b", 0, 1, WithLog()); return err }, "low > 0"},
-		{"float step+log", func() error { _, err := tr.SuggestFloat("c", 1, 2, WithLog(), WithStep(0.5)); return err }, "cannot be combined"},
+		{"float log ≤ 0", func() error { _, err := tr.SuggestFloat("b", 0, 1, search.WithLog()); return err }, "low > 0"},
+		{"float step+log", func() error { _, err := tr.SuggestFloat("c", 1, 2, search.WithLog(), search.WithStep(0.5)); return err }, "cannot be combined"},
 		{"float NaN", func() error { _, err := tr.SuggestFloat("d", math.NaN(), 1); return err }, "finite"},
-		{"int step 0.5", func() error { _, err := tr.SuggestInt("e", 0, 4, WithStep(0.5)); return err }, "whole number"},
-		{"int log 0", func() error { _, err := tr.SuggestInt("f", 0, 4, WithLog()); return err }, "low ≥ 1"},
+		{"int step 0.5", func() error { _, err := tr.SuggestInt("e", 0, 4, search.WithStep(0.5)); return err }, "whole number"},
+		{"int log 0", func() error { _, err := tr.SuggestInt("f", 0, 4, search.WithLog()); return err }, "low ≥ 1"},
 		{"int empty", func() error { _, err := tr.SuggestInt("g", 5, 4); return err }, "low must be ≤ high"},
 		{"no choices", func() error { _, err := tr.SuggestCategorical("h", nil); return err }, "no choices"},
 		{"empty name", func() error { _, err := tr.SuggestFloat("", 0, 1); return err }, "empty parameter name"},
@@ -253,11 +241,11 @@ func TestSuggestValidation(t *testing.T) {
 	}
 	for range 20 {
 		tr2, _ := s.Ask(context.Background())
-		v, err := tr2.SuggestInt("stepped", 0, 9, WithStep(4))
+		v, err := tr2.SuggestInt("stepped", 0, 9, search.WithStep(4))
 		if err != nil || v%4 != 0 || v > 8 {
 			t.Fatalf("SuggestInt(0, 9, step 4) = %v, %v", v, err)
 		}
-		f, err := tr2.SuggestFloat("fstepped", 0, 1, WithStep(0.3))
+		f, err := tr2.SuggestFloat("fstepped", 0, 1, search.WithStep(0.3))
 		if err != nil || f > 0.9+1e-9 {
 			t.Fatalf("SuggestFloat(0, 1, step 0.3) = %v, %v", f, err)
 		}
@@ -266,13 +254,13 @@ func TestSuggestValidation(t *testing.T) {
 }
 
 func TestCategoricalTyped(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(6)})
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(6)})
 	type act string
 	seen := map[act]bool{}
-	err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
-		a, err := Categorical(tr, "act", []act{"relu", "gelu"})
+	err := s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
+		a, err := search.Categorical(tr, "act", []act{"relu", "gelu"})
 		seen[a] = true
-		h, err2 := Categorical(tr, "hidden", []int{128, 256})
+		h, err2 := search.Categorical(tr, "hidden", []int{128, 256})
 		return float64(h), errors.Join(err, err2)
 	}, 20, 0)
 	if err != nil || !seen["relu"] || !seen["gelu"] {
@@ -282,8 +270,8 @@ func TestCategoricalTyped(t *testing.T) {
 
 func TestOptimizeContextAndTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(7)})
-	err := s.Optimize(ctx, func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(7)})
+	err := s.Optimize(ctx, func(tr *search.Trial) (float64, error) {
 		if tr.Number() == 2 {
 			cancel()
 		}
@@ -300,9 +288,9 @@ func TestOptimizeContextAndTimeout(t *testing.T) {
 		t.Fatalf("after cancel: %d trials, last %v %q", len(ts), ts[len(ts)-1].State, ts[len(ts)-1].Message)
 	}
 
-	s = newTestStudy(t, Config{Sampler: NewRandomSampler(8)})
+	s = searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(8)})
 	start := time.Now()
-	err = s.Optimize(context.Background(), func(*Trial) (float64, error) { time.Sleep(10 * time.Millisecond); return 1, nil }, 1000, 45*time.Millisecond)
+	err = s.Optimize(context.Background(), func(*search.Trial) (float64, error) { time.Sleep(10 * time.Millisecond); return 1, nil }, 1000, 45*time.Millisecond)
 	if err != nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("timeout: %v after %v", err, time.Since(start))
 	}
@@ -310,12 +298,12 @@ func TestOptimizeContextAndTimeout(t *testing.T) {
 		t.Fatalf("timeout 45ms with 10ms trials ran %d trials", len(ts))
 	}
 
-	if err := s.Optimize(context.Background(), func(*Trial) (float64, error) { return 1, nil }, 0, 0); err == nil {
+	if err := s.Optimize(context.Background(), func(*search.Trial) (float64, error) { return 1, nil }, 0, 0); err == nil {
 		t.Fatal("Optimize with no limit at all: no error")
 	}
 	// Stop from inside the objective.
 	n := 0
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	err = s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		n++
 		if n == 3 {
 			tr.Study().Stop()
@@ -328,8 +316,8 @@ func TestOptimizeContextAndTimeout(t *testing.T) {
 }
 
 func TestOptimizeUntil(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(9)})
-	obj := func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(9)})
+	obj := func(tr *search.Trial) (float64, error) {
 		if tr.Number()%3 == 1 {
 			return 0, errors.New("flaky")
 		}
@@ -339,8 +327,8 @@ func TestOptimizeUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if countStates(ts, studydata.Complete) != 6 || countStates(ts, studydata.Fail) != 3 {
-		t.Fatalf("complete %d fail %d, want 6 and 3", countStates(ts, studydata.Complete), countStates(ts, studydata.Fail))
+	if searchtest.CountStates(ts, studydata.Complete) != 6 || searchtest.CountStates(ts, studydata.Fail) != 3 {
+		t.Fatalf("complete %d fail %d, want 6 and 3", searchtest.CountStates(ts, studydata.Complete), searchtest.CountStates(ts, studydata.Fail))
 	}
 	// Already there: nothing to do.
 	if err := s.OptimizeUntil(context.Background(), obj, 6, 0); err != nil {
@@ -349,18 +337,18 @@ func TestOptimizeUntil(t *testing.T) {
 	if ts2, _ := s.Trials(); len(ts2) != len(ts) {
 		t.Fatalf("OptimizeUntil at its total ran %d more trials", len(ts2)-len(ts))
 	}
-	err := s.OptimizeUntil(context.Background(), func(*Trial) (float64, error) { return 0, errors.New("always") }, 100, 0)
+	err := s.OptimizeUntil(context.Background(), func(*search.Trial) (float64, error) { return 0, errors.New("always") }, 100, 0)
 	if err == nil || !strings.Contains(err.Error(), "10 trials in a row failed") {
 		t.Fatalf("always failing: %v", err)
 	}
 }
 
 func TestConcurrentOptimize(t *testing.T) {
-	s := newTestStudy(t, Config{})
+	s := searchtest.NewStudy(t, search.Config{})
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if err := s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+			if err := s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 				return tr.SuggestFloat("x", -1, 1)
 			}, 15, 0); err != nil {
 				t.Error(err)
@@ -369,27 +357,27 @@ func TestConcurrentOptimize(t *testing.T) {
 	}
 	wg.Wait()
 	ts, _ := s.Trials()
-	if len(ts) != 60 || countStates(ts, studydata.Complete) != 60 {
-		t.Fatalf("%d trials, %d complete; want 60", len(ts), countStates(ts, studydata.Complete))
+	if len(ts) != 60 || searchtest.CountStates(ts, studydata.Complete) != 60 {
+		t.Fatalf("%d trials, %d complete; want 60", len(ts), searchtest.CountStates(ts, studydata.Complete))
 	}
 }
 
 func TestStudyRefusesUnknownDirection(t *testing.T) {
-	if _, err := NewStudy(Config{Direction: 7}); err == nil {
+	if _, err := search.NewStudy(search.Config{Direction: 7}); err == nil {
 		t.Error("NewStudy with direction 7: no error")
 	}
 }
 
 func TestCallbacksSeeEveryFinishedTrial(t *testing.T) {
 	var seen []string
-	cb := func(s *Study, ft studydata.FrozenTrial) {
+	cb := func(s *search.Study, ft studydata.FrozenTrial) {
 		seen = append(seen, fmt.Sprintf("%s:%d:%v", s.Name(), ft.Number, ft.State))
 	}
-	s, err := NewStudy(Config{Name: "cb", Sampler: NewRandomSampler(1), Callbacks: []func(*Study, studydata.FrozenTrial){cb}})
+	s, err := search.NewStudy(search.Config{Name: "cb", Sampler: search.NewRandomSampler(1), Callbacks: []func(*search.Study, studydata.FrozenTrial){cb}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	err = s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		x, err := tr.SuggestFloat("x", 0, 1)
 		if tr.Number() == 1 {
 			return 0, errors.New("boom")

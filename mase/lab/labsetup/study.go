@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/ui/display"
 )
 
@@ -19,11 +20,11 @@ func LiveStudy(name string, sampler search.Sampler, total int) (*search.Study, e
 }
 
 // LiveStudyAt is LiveStudy on a shared storage: spec is a journal file or a
-// PostgreSQL URL (search.OpenStorage), the same as `mase search --storage
+// PostgreSQL URL (storages.Open), the same as `mase search --storage
 // SPEC --study NAME`, so that workers started elsewhere share the study and
 // a study started again resumes. Close the storage when done.
-func LiveStudyAt(spec, name string, sampler search.Sampler, total int) (*search.Study, search.StorageCloser, error) {
-	st, err := search.OpenStorage(spec, warnings())
+func LiveStudyAt(spec, name string, sampler search.Sampler, total int) (*search.Study, storages.Closer, error) {
+	st, err := storages.Open(spec, warnings())
 	if err != nil {
 		return nil, nil, err
 	}

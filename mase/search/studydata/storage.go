@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Storage holds studies and their trials. Package search implements it
+// Storage holds studies and their trials. Package storages implements it
 // with InMemoryStorage (one process), JournalStorage (an append-only file
 // that several processes can share, and that a study resumes from) and
 // PostgresStorage (a database that workers on several machines share).

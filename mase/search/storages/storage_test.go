@@ -1,4 +1,4 @@
-package search
+package storages_test
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -37,17 +40,17 @@ type storageKind struct {
 	jsonOnly bool
 	// orphan records a Running trial of study owned by o (another process),
 	// returning its number; nil when the storage cannot hold one.
-	orphan func(t *testing.T, s studydata.Storage, study string, o owner) int
+	orphan func(t *testing.T, s studydata.Storage, study string, o storages.Owner) int
 }
 
 // storageKinds are the storages the shared tests run on; postgres_test.go
 // adds PostgreSQL's.
 var storageKinds = []storageKind{
-	{name: "memory", open: func(*testing.T) studydata.Storage { return NewInMemoryStorage() }},
+	{name: "memory", open: func(*testing.T) studydata.Storage { return storages.NewInMemoryStorage() }},
 	{
 		name: "journal",
 		open: func(t *testing.T) studydata.Storage {
-			j, err := OpenJournal(filepath.Join(t.TempDir(), "s.jsonl"), quiet)
+			j, err := storages.OpenJournal(filepath.Join(t.TempDir(), "s.jsonl"), searchtest.Quiet)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,18 +58,9 @@ var storageKinds = []storageKind{
 			return j
 		},
 		jsonOnly: true,
-		orphan: func(t *testing.T, s studydata.Storage, study string, o owner) int {
-			j := s.(*JournalStorage)
-			var number int
-			err := j.update(func(emit func(*journalRecord) error) error {
-				st, err := j.state.study(study)
-				if err != nil {
-					return err
-				}
-				number = len(st.trials)
-				now := time.Now()
-				return emit(&journalRecord{Op: opCreateTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
-			})
+		orphan: func(t *testing.T, s studydata.Storage, study string, o storages.Owner) int {
+			j := s.(*storages.JournalStorage)
+			number, err := storages.OrphanTrial(j, study, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,19 +70,12 @@ var storageKinds = []storageKind{
 }
 
 // deadOwner is a process of this machine that has exited.
-func deadOwner(t *testing.T) owner {
-	var o owner
+func deadOwner(t *testing.T) storages.Owner {
+	var o storages.Owner
 	if err := json.Unmarshal([]byte(deadOwnerJSON()), &o); err != nil {
 		t.Fatal(err)
 	}
 	return o
-}
-
-func wantErr(t *testing.T, what string, err error, want string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("%s: error %v, want one containing %q", what, err, want)
-	}
 }
 
 // TestStorageSemantics checks that every storage validates and records
@@ -114,12 +101,12 @@ func TestStorageSemantics(t *testing.T) {
 			}
 			noStudy := `study "nope" does not exist in the storage`
 			_, _, err = createTrial(s, "nope")
-			wantErr(t, "createTrial(nope)", err, noStudy)
+			searchtest.WantErr(t, "createTrial(nope)", err, noStudy)
 			_, err = s.Trials("nope")
-			wantErr(t, "trials(nope)", err, noStudy)
-			wantErr(t, "setParam(nope)", s.SetParam("nope", 0, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}), noStudy)
+			searchtest.WantErr(t, "trials(nope)", err, noStudy)
+			searchtest.WantErr(t, "setParam(nope)", s.SetParam("nope", 0, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}), noStudy)
 			_, err = finishTrial(s, "nope", 0, studydata.Complete, 1, "")
-			wantErr(t, "finishTrial(nope)", err, noStudy)
+			searchtest.WantErr(t, "finishTrial(nope)", err, noStudy)
 
 			// Trials are numbered from 0 in each study.
 			n0, start0, err := createTrial(s, "a")
@@ -137,7 +124,7 @@ func TestStorageSemantics(t *testing.T) {
 				t.Fatalf("first trial of b: %d %v", nb, err)
 			}
 			for _, n := range []int{3, -1} {
-				wantErr(t, "setParam(unknown trial)", s.SetParam("a", n, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}),
+				searchtest.WantErr(t, "setParam(unknown trial)", s.SetParam("a", n, "x", 0, studydata.FloatDistribution{Low: 0, High: 1}),
 					`does not exist in study "a" (it has 3 trials)`)
 			}
 
@@ -146,7 +133,7 @@ func TestStorageSemantics(t *testing.T) {
 			cd := studydata.CategoricalDistribution{Choices: []any{"a", 2, nil}}
 			must(s.SetParam("a", 0, "x", 0.5, fd))
 			must(s.SetParam("a", 0, "x", 0.75, fd))
-			wantErr(t, "setParam(other distribution)", s.SetParam("a", 0, "x", 0.5, studydata.FloatDistribution{Low: 0, High: 2}),
+			searchtest.WantErr(t, "setParam(other distribution)", s.SetParam("a", 0, "x", 0.5, studydata.FloatDistribution{Low: 0, High: 2}),
 				`parameter "x" of trial 0 is already set with distribution`)
 			must(s.SetParam("a", 0, "c", 1, cd))
 			must(s.SetParam("a", 0, "n", 3, studydata.IntDistribution{Low: 1, High: 9, Step: 2}))
@@ -155,16 +142,16 @@ func TestStorageSemantics(t *testing.T) {
 			must(s.SetUserAttr("a", 0, "m", map[string]any{"acc": 0.5}))
 			must(s.SetSystemAttr("a", 0, "grid", "g1"))
 			if k.jsonOnly {
-				wantErr(t, "setUserAttr(func)", s.SetUserAttr("a", 0, "f", func() {}), "JSON-encodable")
+				searchtest.WantErr(t, "setUserAttr(func)", s.SetUserAttr("a", 0, "f", func() {}), "JSON-encodable")
 			}
 
 			// Finishing.
 			_, err = finishTrial(s, "a", 0, studydata.Running, 1, "")
-			wantErr(t, "finish as running", err, "cannot finish trial 0 in state running")
+			searchtest.WantErr(t, "finish as running", err, "cannot finish trial 0 in state running")
 			_, err = finishTrial(s, "a", 0, studydata.Complete, math.NaN(), "")
-			wantErr(t, "complete with NaN", err, "a complete trial needs a finite value")
+			searchtest.WantErr(t, "complete with NaN", err, "a complete trial needs a finite value")
 			_, err = finishTrial(s, "a", 0, studydata.Complete, math.Inf(1), "")
-			wantErr(t, "complete with +Inf", err, "a complete trial needs a finite value")
+			searchtest.WantErr(t, "complete with +Inf", err, "a complete trial needs a finite value")
 			ft, err := finishTrial(s, "a", 0, studydata.Complete, 1.5, "")
 			must(err)
 			if ft.Number != 0 || ft.State != studydata.Complete || ft.Value != 1.5 || ft.Params["x"] != 0.75 || ft.Params["c"] != 2 ||
@@ -173,15 +160,15 @@ func TestStorageSemantics(t *testing.T) {
 				t.Errorf("finished trial 0: %+v", ft)
 			}
 			_, err = finishTrial(s, "a", 0, studydata.Fail, 0, "again")
-			wantErr(t, "finish twice", err, `trial 0 of study "a" is already finished (complete); only a running trial can change`)
-			wantErr(t, "setParam(finished)", s.SetParam("a", 0, "y", 0, fd), "is already finished")
+			searchtest.WantErr(t, "finish twice", err, `trial 0 of study "a" is already finished (complete); only a running trial can change`)
+			searchtest.WantErr(t, "setParam(finished)", s.SetParam("a", 0, "y", 0, fd), "is already finished")
 			ft, err = finishTrial(s, "a", 1, studydata.Pruned, 3, "too slow")
 			must(err)
 			if ft.State != studydata.Pruned || !math.IsNaN(ft.Value) || ft.Message != "too slow" {
 				t.Errorf("pruned trial 1: %+v", ft)
 			}
-			wantErr(t, "setUserAttr(pruned)", s.SetUserAttr("a", 1, "k", 1), "already finished (pruned: too slow)")
-			wantErr(t, "setSystemAttr(pruned)", s.SetSystemAttr("a", 1, "k", "v"), "already finished (pruned: too slow)")
+			searchtest.WantErr(t, "setUserAttr(pruned)", s.SetUserAttr("a", 1, "k", 1), "already finished (pruned: too slow)")
+			searchtest.WantErr(t, "setSystemAttr(pruned)", s.SetSystemAttr("a", 1, "k", "v"), "already finished (pruned: too slow)")
 
 			// trials: in number order, the running one with NaN and no end.
 			ts, err := s.Trials("a")
@@ -214,7 +201,7 @@ func TestStorageSemantics(t *testing.T) {
 				return
 			}
 			_, err = failStale(s, "nope")
-			wantErr(t, "failStale(nope)", err, noStudy)
+			searchtest.WantErr(t, "failStale(nope)", err, noStudy)
 			n := k.orphan(t, s, "a", deadOwner(t))
 			if n != 3 {
 				t.Fatalf("orphan trial %d, want 3", n)
@@ -270,23 +257,23 @@ func TestStorageHelperProcess(t *testing.T) {
 	mode := os.Getenv("SEARCH_CHILD_MODE")
 	n, _ := strconv.Atoi(os.Getenv("SEARCH_CHILD_N"))
 	seed, _ := strconv.ParseInt(os.Getenv("SEARCH_CHILD_SEED"), 10, 64)
-	st, err := OpenStorage(spec, quiet)
+	st, err := storages.Open(spec, searchtest.Quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if mode == "heartbeat" {
-		if err := st.(*PostgresStorage).SetHeartbeat(100 * time.Millisecond); err != nil {
+		if err := st.(*storages.PostgresStorage).SetHeartbeat(100 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s, err := NewStudy(Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: seed}), Storage: st, Logger: quiet})
+	s, err := search.NewStudy(search.Config{Name: "mp", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: seed}), Storage: st, Logger: searchtest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	started := 0
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	err = s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		started++
-		v, err := sphere(tr)
+		v, err := searchtest.Sphere(tr)
 		if mode != "worker" && started == n {
 			os.Exit(3) // killed mid-trial: the trial stays Running
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package search
+package storages_test
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 
 	"github.com/gomase/gomase/internal/pgtest"
@@ -65,9 +68,9 @@ func pgDatabase(t testing.TB) string {
 	return pgServer(t).Database(t)
 }
 
-func openPG(t testing.TB, u string) *PostgresStorage {
+func openPG(t testing.TB, u string) *storages.PostgresStorage {
 	t.Helper()
-	p, err := OpenPostgres(u, quiet)
+	p, err := storages.OpenPostgres(u, searchtest.Quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +83,9 @@ func init() {
 		name:     "postgres",
 		open:     func(t *testing.T) studydata.Storage { return openPG(t, pgDatabase(t)) },
 		jsonOnly: true,
-		orphan: func(t *testing.T, s studydata.Storage, study string, o owner) int {
-			p := s.(*PostgresStorage)
-			other := &PostgresStorage{pool: p.pool, where: p.where, url: p.url, logger: p.logger, self: o}
+		orphan: func(t *testing.T, s studydata.Storage, study string, o storages.Owner) int {
+			p := s.(*storages.PostgresStorage)
+			other := storages.As(p, o)
 			n, _, err := createTrial(other, study)
 			if err != nil {
 				t.Fatal(err)
@@ -93,9 +96,9 @@ func init() {
 }
 
 // pgQuery runs a query whose rows are one integer each.
-func pgInts(t *testing.T, p *PostgresStorage, q string, args ...any) []int {
+func pgInts(t *testing.T, p *storages.PostgresStorage, q string, args ...any) []int {
 	t.Helper()
-	rows, err := p.pool.Query(context.Background(), q, args...)
+	rows, err := storages.Pool(p).Query(context.Background(), q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +137,12 @@ func checkNumbers(t *testing.T, s studydata.Storage, study string, want int) []s
 
 func TestPostgresRoundTrip(t *testing.T) {
 	u := pgDatabase(t)
-	s := newTestStudy(t, Config{Name: "rt", Sampler: mustTPE(t, TPEOptions{Seed: 1, NStartupTrials: 4}), Storage: openPG(t, u)})
+	s := searchtest.NewStudy(t, search.Config{Name: "rt", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 1, NStartupTrials: 4}), Storage: openPG(t, u)})
 	if err := s.Optimize(context.Background(), roundTripObjective, 12, 0); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.Trials()
-	s2 := newTestStudy(t, Config{Name: "rt", Sampler: NewRandomSampler(0), Storage: openPG(t, u)})
+	s2 := searchtest.NewStudy(t, search.Config{Name: "rt", Sampler: search.NewRandomSampler(0), Storage: openPG(t, u)})
 	after, err := s2.Trials()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +161,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewStudy(Config{Name: "rt", Direction: studydata.Maximize, Storage: openPG(t, u), Logger: quiet}); err == nil ||
+	if _, err := search.NewStudy(search.Config{Name: "rt", Direction: studydata.Maximize, Storage: openPG(t, u), Logger: searchtest.Quiet}); err == nil ||
 		!strings.Contains(err.Error(), "direction minimize") {
 		t.Fatalf("direction mismatch: %v", err)
 	}
@@ -216,19 +219,19 @@ func TestPostgresConcurrentTrials(t *testing.T) {
 func TestPostgresStudyTPE(t *testing.T) {
 	u := pgDatabase(t)
 	start := time.Now()
-	s := newTestStudy(t, Config{Name: "tpe", Sampler: mustTPE(t, TPEOptions{Seed: 3, NStartupTrials: 6}), Storage: openPG(t, u)})
+	s := searchtest.NewStudy(t, search.Config{Name: "tpe", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 3, NStartupTrials: 6}), Storage: openPG(t, u)})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			if err := s.Optimize(context.Background(), sphere, 20, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchtest.Sphere, 20, 0); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	ts := checkNumbers(t, s.storage, "tpe", 40)
-	if countStates(ts, studydata.Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", countStates(ts, studydata.Complete))
+	ts := checkNumbers(t, s.Storage(), "tpe", 40)
+	if searchtest.CountStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", searchtest.CountStates(ts, studydata.Complete))
 	}
 	best, err := s.BestTrial()
 	if err != nil {
@@ -242,11 +245,11 @@ func TestPostgresStudyTPE(t *testing.T) {
 	if best.Value > first {
 		t.Errorf("TPE found nothing better than its random start-up trials: %v > %v", best.Value, first)
 	}
-	s2 := newTestStudy(t, Config{Name: "tpe", Sampler: mustTPE(t, TPEOptions{Seed: 4}), Storage: openPG(t, u)})
-	if err := s2.OptimizeUntil(context.Background(), sphere, 45, 0); err != nil {
+	s2 := searchtest.NewStudy(t, search.Config{Name: "tpe", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 4}), Storage: openPG(t, u)})
+	if err := s2.OptimizeUntil(context.Background(), searchtest.Sphere, 45, 0); err != nil {
 		t.Fatal(err)
 	}
-	checkNumbers(t, s2.storage, "tpe", 45)
+	checkNumbers(t, s2.Storage(), "tpe", 45)
 }
 
 // TestPostgresKeptTrials: a storage keeps the finished trials it has read,
@@ -287,8 +290,8 @@ func TestPostgresKeptTrials(t *testing.T) {
 	if got := states(a); got != "c0r0c0r0" {
 		t.Fatalf("states %s", got)
 	}
-	if k := a.keptTrials["k"]; k == nil || k.from != 1 || len(k.trials) != 2 {
-		t.Fatalf("kept %+v", k)
+	if from, n, ok := storages.KeptTrials(a, "k"); !ok || from != 1 || n != 2 {
+		t.Fatalf("kept trials from %d: %d (%v)", from, n, ok)
 	}
 	if err := errors.Join(b.SetParam("k", 1, "x", 0.5, fd), b.SetParam("k", 3, "x", 0.5, fd)); err != nil {
 		t.Fatal(err)
@@ -302,7 +305,7 @@ func TestPostgresKeptTrials(t *testing.T) {
 	if got := states(openPG(t, u)); got != "c0p1c0r1" {
 		t.Fatalf("states read afresh %s", got)
 	}
-	if _, err := a.pool.Exec(context.Background(), "DELETE FROM gomase_studies WHERE name = 'k'"); err != nil {
+	if _, err := storages.Pool(a).Exec(context.Background(), "DELETE FROM gomase_studies WHERE name = 'k'"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.CreateStudy("k", studydata.Minimize); err != nil {
@@ -318,7 +321,7 @@ func TestPostgresMultiProcess(t *testing.T) {
 	runWorkers(t, u, 3, 8)
 	p := openPG(t, u)
 	ts := checkNumbers(t, p, "mp", 24)
-	if c := countStates(ts, studydata.Complete); c != 24 {
+	if c := searchtest.CountStates(ts, studydata.Complete); c != 24 {
 		t.Errorf("%d complete trials, want 24", c)
 	}
 	if pids := pgInts(t, p, "SELECT DISTINCT owner_pid FROM gomase_trials"); len(pids) != 3 {
@@ -336,18 +339,18 @@ func TestPostgresProcessCrash(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("crashing child: %v\n%s", err, out)
 	}
-	s := newTestStudy(t, Config{Name: "mp", Sampler: mustTPE(t, TPEOptions{Seed: 9}), Storage: openPG(t, u)})
+	s := searchtest.NewStudy(t, search.Config{Name: "mp", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 9}), Storage: openPG(t, u)})
 	ts, _ := s.Trials()
-	if len(ts) != 3 || countStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 ||
+	if len(ts) != 3 || searchtest.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 ||
 		!strings.Contains(ts[2].Message, "is gone") {
 		t.Fatalf("after the crash: %d trials, trial 2 %v %q with %d params", len(ts), ts[2].State, ts[2].Message, len(ts[2].Params))
 	}
-	if err := s.OptimizeUntil(context.Background(), sphere, 5, 0); err != nil {
+	if err := s.OptimizeUntil(context.Background(), searchtest.Sphere, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	ts = checkNumbers(t, s.storage, "mp", 6)
-	if countStates(ts, studydata.Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d complete", countStates(ts, studydata.Complete))
+	ts = checkNumbers(t, s.Storage(), "mp", 6)
+	if searchtest.CountStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d complete", searchtest.CountStates(ts, studydata.Complete))
 	}
 }
 
@@ -361,28 +364,28 @@ func TestPostgresHeartbeat(t *testing.T) {
 	if err := worker.SetHeartbeat(interval); err != nil {
 		t.Fatal(err)
 	}
-	ws := newTestStudy(t, Config{Name: "hb", Storage: worker})
+	ws := searchtest.NewStudy(t, search.Config{Name: "hb", Storage: worker})
 	beating, err := ws.Ask(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	silent := openPG(t, u) // no heartbeat
-	ss := newTestStudy(t, Config{Name: "hb", Storage: silent})
+	ss := searchtest.NewStudy(t, search.Config{Name: "hb", Storage: silent})
 	quietTrial, err := ss.Ask(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	elsewhere := openPG(t, u)
-	elsewhere.self.Host = "another-host"
+	storages.SetHost(elsewhere, "another-host")
 	sameHost := openPG(t, u)
 
-	time.Sleep(2 * heartbeatGrace(interval))
+	time.Sleep(2 * storages.HeartbeatGrace(interval))
 	if failed, err := failStale(elsewhere, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale while the heartbeat beats: %v %v", failed, err)
 	}
 	// The heartbeat stops (as if the process were killed or cut off).
 	worker.Close()
-	time.Sleep(heartbeatGrace(interval) + interval)
+	time.Sleep(storages.HeartbeatGrace(interval) + interval)
 	// On the trials' host, the process is looked up: it lives.
 	if failed, err := failStale(sameHost, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale on the same host: %v %v", failed, err)
@@ -420,7 +423,7 @@ func TestPostgresHeartbeat(t *testing.T) {
 	if ms := pgInts(t, p, "SELECT count(*) FROM gomase_trials WHERE number = $1 AND heartbeat_ms IS NULL", n); ms[0] != 1 {
 		t.Errorf("heartbeat_ms still set after SetHeartbeat(0)")
 	}
-	time.Sleep(heartbeatGrace(interval) + interval)
+	time.Sleep(storages.HeartbeatGrace(interval) + interval)
 	if failed, err := failStale(elsewhere, "hb"); err != nil || len(failed) != 0 {
 		t.Fatalf("failStale after SetHeartbeat(0): %v %v", failed, err)
 	}
@@ -451,7 +454,7 @@ func TestPostgresSchemaVersion(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			p, err := OpenPostgres(u, quiet)
+			p, err := storages.OpenPostgres(u, searchtest.Quiet)
 			if err != nil {
 				t.Error(err)
 				return
@@ -461,14 +464,14 @@ func TestPostgresSchemaVersion(t *testing.T) {
 	}
 	wg.Wait()
 	p := openPG(t, u)
-	if v := pgInts(t, p, "SELECT version FROM gomase_schema_version"); !reflect.DeepEqual(v, []int{pgSchemaVersion}) {
-		t.Fatalf("schema version rows %v, want [%d]", v, pgSchemaVersion)
+	if v := pgInts(t, p, "SELECT version FROM gomase_schema_version"); !reflect.DeepEqual(v, []int{storages.PGSchemaVersion}) {
+		t.Fatalf("schema version rows %v, want [%d]", v, storages.PGSchemaVersion)
 	}
-	if _, err := p.pool.Exec(context.Background(), "UPDATE gomase_schema_version SET version = $1", pgSchemaVersion+2); err != nil {
+	if _, err := storages.Pool(p).Exec(context.Background(), "UPDATE gomase_schema_version SET version = $1", storages.PGSchemaVersion+2); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenPostgres(u, quiet)
-	want := fmt.Sprintf("schema version %d is newer than this gomase supports (%d); upgrade gomase", pgSchemaVersion+2, pgSchemaVersion)
+	_, err := storages.OpenPostgres(u, searchtest.Quiet)
+	want := fmt.Sprintf("schema version %d is newer than this gomase supports (%d); upgrade gomase", storages.PGSchemaVersion+2, storages.PGSchemaVersion)
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("newer schema: %v, want one line with %q", err, want)
 	}
@@ -510,7 +513,7 @@ func TestPostgresOpenErrors(t *testing.T) {
 		{"no database", srv.URL("nope"), fmt.Sprintf(`PostgreSQL at 127.0.0.1:%d has no database "nope"`, srv.Port), pw},
 	} {
 		start := time.Now()
-		_, err := OpenPostgres(c.url, quiet)
+		_, err := storages.OpenPostgres(c.url, searchtest.Quiet)
 		if err == nil {
 			t.Errorf("%s: no error", c.name)
 			continue
@@ -521,7 +524,7 @@ func TestPostgresOpenErrors(t *testing.T) {
 		}
 		t.Logf("%s (%v): %s", c.name, time.Since(start).Round(time.Millisecond), msg)
 	}
-	if got := redactURL("postgres://u:p%40ss@h/db?password=x1&sslpassword=y2&sslmode=disable", urlSecrets("postgres://u:p%40ss@h/db?password=x1&sslpassword=y2&sslmode=disable")); strings.Contains(got, "p%40ss") ||
+	if got := storages.RedactURL("postgres://u:p%40ss@h/db?password=x1&sslpassword=y2&sslmode=disable", storages.URLSecrets("postgres://u:p%40ss@h/db?password=x1&sslpassword=y2&sslmode=disable")); strings.Contains(got, "p%40ss") ||
 		strings.Contains(got, "x1") || strings.Contains(got, "y2") || !strings.Contains(got, "u:xxxxx@h/db") {
 		t.Errorf("redactURL: %s", got)
 	}
@@ -534,11 +537,11 @@ func TestOpenStorage(t *testing.T) {
 	srv := pgServer(t)
 	db := strings.TrimPrefix(must(url.Parse(u)).Path, "/")
 	for _, spec := range []string{u, strings.Replace(u, "postgres://", "postgresql://", 1), srv.SocketURL(db)} {
-		s, err := OpenStorage(spec, quiet)
+		s, err := storages.Open(spec, searchtest.Quiet)
 		if err != nil {
 			t.Fatalf("%s: %v", spec, err)
 		}
-		if _, ok := s.(*PostgresStorage); !ok {
+		if _, ok := s.(*storages.PostgresStorage); !ok {
 			t.Errorf("%s opened a %T", spec, s)
 		}
 		if strings.Contains(s.String(), srv.Password) || !strings.Contains(s.String(), "xxxxx") {
@@ -550,12 +553,12 @@ func TestOpenStorage(t *testing.T) {
 		s.Close()
 	}
 	path := filepath.Join(t.TempDir(), "j.jsonl")
-	s, err := OpenStorage(path, quiet)
+	s, err := storages.Open(path, searchtest.Quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if j, ok := s.(*JournalStorage); !ok || j.String() != path {
+	if j, ok := s.(*storages.JournalStorage); !ok || j.String() != path {
 		t.Errorf("%s opened %T %s", path, s, s)
 	}
 	p := openPG(t, u)
@@ -576,11 +579,11 @@ func must[T any](v T, err error) T {
 // parameters, what a sampler does before each suggestion.
 func BenchmarkPostgresTrials(b *testing.B) {
 	p := openPG(b, pgDatabase(b))
-	s, err := NewStudy(Config{Name: "bench", Sampler: NewRandomSampler(1), Storage: p, Logger: quiet})
+	s, err := search.NewStudy(search.Config{Name: "bench", Sampler: search.NewRandomSampler(1), Storage: p, Logger: searchtest.Quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Optimize(context.Background(), mixedObjective(false, false), 300, 0); err != nil {
+	if err := s.Optimize(context.Background(), searchtest.MixedObjective(false, false), 300, 0); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

@@ -1,4 +1,4 @@
-package search
+package optuna
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
-// OptunaImport describes what ImportOptunaJournal imported.
-type OptunaImport struct {
+// Import describes what ImportJournal imported.
+type Import struct {
 	// Study is the name of the study created.
 	Study string
 	// Direction is its direction.
@@ -27,7 +27,7 @@ type OptunaImport struct {
 	Notes []string
 }
 
-// ImportOptunaJournal reads an Optuna journal (JournalFileStorage, Optuna
+// ImportJournal reads an Optuna journal (JournalFileStorage, Optuna
 // 3.1 or later) from r and creates its study named name in st ("": the
 // journal's only study), under the name as ("": the same), holding its trials with their numbers, states,
 // values, parameters (with their distributions), times and attributes, so
@@ -39,16 +39,16 @@ type OptunaImport struct {
 // imported as failed; a complete trial with an infinite value as failed;
 // intermediate values are dropped. Waiting trials stay waiting, with their
 // fixed_params. Multi-objective studies are refused.
-func ImportOptunaJournal(st studydata.Storage, r io.Reader, name, as string) (OptunaImport, error) {
+func ImportJournal(st studydata.Storage, r io.Reader, name, as string) (Import, error) {
 	j, err := replayOptunaJournal(r)
 	if err != nil {
-		return OptunaImport{}, err
+		return Import{}, err
 	}
 	s, err := j.pick(name)
 	if err != nil {
-		return OptunaImport{}, err
+		return Import{}, err
 	}
-	imp := OptunaImport{Study: s.name, Trials: map[studydata.TrialState]int{}}
+	imp := Import{Study: s.name, Trials: map[studydata.TrialState]int{}}
 	if as != "" {
 		imp.Study = as
 	}

@@ -1,4 +1,4 @@
-package search
+package optuna
 
 import (
 	"encoding/json"
@@ -44,7 +44,7 @@ func (t *ojTrial) setValues(value, values any) error {
 
 // frozen turns a replayed trial into a gomase trial, noting in imp what it
 // changes.
-func (t *ojTrial) frozen(imp *OptunaImport) (studydata.FrozenTrial, error) {
+func (t *ojTrial) frozen(imp *Import) (studydata.FrozenTrial, error) {
 	ft := studydata.FrozenTrial{Number: t.number, Value: math.NaN(), Started: t.start, Finished: t.complete,
 		Distributions: t.dists, InternalParams: map[string]float64{}, UserAttrs: map[string]any{}, SystemAttrs: map[string]string{}}
 	for name, x := range t.params {

@@ -1,11 +1,11 @@
-package search
+package storages
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,51 +45,51 @@ func stateSummary(m *memState) string {
 	return b.String()
 }
 
-// seedJournal returns a journal written by a study: complete, pruned and
-// failed trials, a waiting trial and a grid point's system attributes.
+// seedJournal returns a journal as a study writes it: complete, pruned and
+// failed trials with a grid point's system attributes, the failed trial's
+// retry waiting, and an enqueued trial.
 func seedJournal(f testing.TB) []byte {
 	f.Helper()
 	path := filepath.Join(f.TempDir(), "seed.jsonl")
-	j, err := OpenJournal(path, quiet)
+	j, err := OpenJournal(path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer j.Close()
-	grid, err := NewGridSampler(map[string][]any{"x": {1, 2, 3}, "act": {"relu", "gelu"}}, 1)
-	if err != nil {
-		f.Fatal(err)
-	}
-	s, err := NewStudy(Config{Name: "seed", Sampler: grid, Storage: j, Logger: quiet, RetryFailed: 1})
-	if err != nil {
-		f.Fatal(err)
-	}
-	objective := func(t *Trial) (float64, error) {
-		x, err := t.SuggestInt("x", 1, 3)
+	must := func(err error) {
 		if err != nil {
-			return 0, err
+			f.Helper()
+			f.Fatal(err)
 		}
-		if _, err := t.SuggestCategorical("act", []any{"relu", "gelu"}); err != nil {
-			return 0, err
+	}
+	_, _, err = j.CreateStudy("seed", studydata.Minimize)
+	must(err)
+	x := studydata.IntDistribution{Low: 1, High: 3, Step: 1}
+	act := studydata.CategoricalDistribution{Choices: []any{"relu", "gelu"}}
+	ends := []studydata.TrialState{studydata.Complete, studydata.Pruned, studydata.Fail, studydata.Complete}
+	for i, end := range ends {
+		point := func([]studydata.FrozenTrial, *studydata.FrozenTrial) (map[string]string, error) {
+			return map[string]string{"grid": "0123abcd", "grid_id": fmt.Sprint(i)}, nil
 		}
-		t.SetUserAttr("note", "seed")
-		switch t.Number() {
-		case 1:
-			return 0, fmt.Errorf("%w: early", ErrPruned)
-		case 2:
-			return 0, fmt.Errorf("failed")
+		ft, err := j.StartTrial("seed", point)
+		must(err)
+		must(j.SetParam("seed", ft.Number, "x", float64(i%3+1), x))
+		must(j.SetParam("seed", ft.Number, "act", float64(i%2), act))
+		must(j.SetUserAttr("seed", ft.Number, "note", "seed"))
+		value, msg := float64(i%3+1), ""
+		if end != studydata.Complete {
+			value, msg = math.NaN(), end.String()+" on purpose"
 		}
-		return float64(x), nil
+		_, _, err = j.FinishTrial("seed", ft.Number, end, value, msg, 1)
+		must(err)
 	}
-	if err := s.Optimize(context.Background(), objective, 4, 0); err != nil {
-		f.Fatal(err)
-	}
-	if _, err := s.EnqueueTrial(map[string]any{"x": 2, "act": "gelu"}); err != nil {
-		f.Fatal(err)
-	}
+	_, err = j.EnqueueTrial("seed", studydata.FrozenTrial{State: studydata.Waiting,
+		Distributions:  map[string]studydata.Distribution{"x": x, "act": act},
+		InternalParams: map[string]float64{"x": 2, "act": 1},
+		SystemAttrs:    map[string]string{studydata.FixedParamsAttr: `{"act":"gelu","x":2}`}})
+	must(err)
 	b, err := os.ReadFile(path)
-	if err != nil {
-		f.Fatal(err)
-	}
+	must(err)
 	return b
 }
 
@@ -101,17 +101,17 @@ func seedJournal(f testing.TB) []byte {
 // record appended after it is read.
 func FuzzJournalRead(f *testing.F) {
 	journal := seedJournal(f)
-	legacy := bytes.TrimPrefix(journal, []byte(journalHeaderLine))
+	legacy := bytes.TrimPrefix(journal, []byte(JournalHeaderLine))
 	f.Add(journal)
 	f.Add(legacy)
-	for _, cut := range []int{1, 10, len(journalHeaderLine) + 30, len(journal) / 2, len(journal) - 1} {
+	for _, cut := range []int{1, 10, len(JournalHeaderLine) + 30, len(journal) / 2, len(journal) - 1} {
 		f.Add(journal[:cut])
 		f.Add(legacy[:min(cut, len(legacy))])
 	}
 	f.Add(append(slices.Clone(journal), "garbage\n{\"op\":\"set_param\",\"study\":\"seed\",\"trial\":99}\n\x00\x01"...))
 	f.Add([]byte{})
-	for _, c := range foreignFiles {
-		f.Add([]byte(c.content))
+	for _, c := range ForeignFiles {
+		f.Add([]byte(c.Content))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j, err := readJournalBytes(data)
@@ -153,7 +153,7 @@ func FuzzJournalRead(f *testing.F) {
 		// nothing is left) is read.
 		next := slices.Clone(repaired)
 		if len(next) == 0 {
-			next = append(next, journalHeaderLine...)
+			next = append(next, JournalHeaderLine...)
 		}
 		next = append(next, `{"op":"create_study","study":"fuzz-added","v":1,"direction":"maximize"}`+"\n"...)
 		j4, err := readJournalBytes(next)
@@ -175,7 +175,7 @@ func FuzzJournalRead(f *testing.F) {
 // whose tail is a cut-short record, and holds what its complete lines hold.
 func TestJournalEveryCutLoads(t *testing.T) {
 	journal := seedJournal(t)
-	for _, data := range [][]byte{journal, bytes.TrimPrefix(journal, []byte(journalHeaderLine))} {
+	for _, data := range [][]byte{journal, bytes.TrimPrefix(journal, []byte(JournalHeaderLine))} {
 		var cuts []int
 		for n := 1; n < len(data); n++ {
 			if n <= 300 || n >= len(data)-300 || bytes.IndexByte(data[max(0, n-3):min(len(data), n+2)], '\n') >= 0 {

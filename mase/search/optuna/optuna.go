@@ -1,4 +1,4 @@
-package search
+package optuna
 
 import (
 	"bufio"
@@ -21,9 +21,9 @@ import (
 // Optuna's JournalFileStorage format (Optuna 3.1, unchanged to 4.x): one
 // JSON object per line, each an operation {"op_code": N, "worker_id": W, …}.
 // Studies and trials are numbered implicitly, in the order their creation
-// lines appear. ExportOptunaJournal writes a study as one CREATE_STUDY line
+// lines appear. ExportJournal writes a study as one CREATE_STUDY line
 // and one self-contained CREATE_TRIAL line per trial (what Optuna's
-// study.add_trial writes); ImportOptunaJournal replays a journal as Optuna
+// study.add_trial writes); ImportJournal replays a journal as Optuna
 // does, whatever operations it holds.
 
 // Optuna journal operation codes (JournalOperation).
@@ -65,7 +65,7 @@ const (
 // optunaTime is Optuna 3.1's datetime form: naive local time, microseconds.
 const optunaTime = "2006-01-02T15:04:05.000000"
 
-// ExportOptunaJournal writes study of storage st to w in Optuna's
+// ExportJournal writes study of storage st to w in Optuna's
 // JournalFileStorage format, so that Optuna (3.1 and later), its plots and
 // optuna-dashboard can load it: one CREATE_STUDY line, then one complete
 // CREATE_TRIAL line per trial, in number order (so that the trial numbers
@@ -75,7 +75,7 @@ const optunaTime = "2006-01-02T15:04:05.000000"
 // system attribute fail_reason, and gomase's other system attributes are
 // written with the prefix "gomase:". Running trials are written as RUNNING.
 // It returns the number of trials written.
-func ExportOptunaJournal(st studydata.Storage, study string, w io.Writer) (int, error) {
+func ExportJournal(st studydata.Storage, study string, w io.Writer) (int, error) {
 	dir, err := st.StudyDirection(study)
 	if err != nil {
 		return 0, fmt.Errorf("search: export: %w", err)

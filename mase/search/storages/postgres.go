@@ -1,4 +1,4 @@
-package search
+package storages
 
 import (
 	"context"
@@ -157,18 +157,18 @@ func IsPostgresURL(spec string) bool {
 	return strings.HasPrefix(s, "postgresql://") || strings.HasPrefix(s, "postgres://")
 }
 
-// StorageCloser is a Storage to close when done: what OpenStorage returns.
+// Closer is a Storage to close when done: what Open returns.
 // String names it (a journal's path, a database URL without its password).
-type StorageCloser interface {
+type Closer interface {
 	studydata.Storage
 	Close() error
 	String() string
 }
 
-// OpenStorage opens the storage spec names: a postgresql:// or postgres://
+// Open opens the storage spec names: a postgresql:// or postgres://
 // URL opens a PostgresStorage (OpenPostgres), anything else is the path of a
 // journal file (OpenJournal).
-func OpenStorage(spec string, logger *slog.Logger) (StorageCloser, error) {
+func Open(spec string, logger *slog.Logger) (Closer, error) {
 	if IsPostgresURL(spec) {
 		p, err := OpenPostgres(spec, logger)
 		if err != nil {

@@ -1,4 +1,4 @@
-package search
+package storages_test
 
 import (
 	"errors"
@@ -7,14 +7,16 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // roundTripObjective suggests parameters of every kind and a categorical
 // of mixed types, sets user attributes, and ends its trials Complete,
 // Pruned or Failed by number: what a storage must keep across reopening.
-func roundTripObjective(tr *Trial) (float64, error) {
-	if _, err := mixedObjective(false, false)(tr); err != nil {
+func roundTripObjective(tr *search.Trial) (float64, error) {
+	if _, err := searchtest.MixedObjective(false, false)(tr); err != nil {
 		return 0, err
 	}
 	c, err := tr.SuggestCategorical("typed", []any{int8(1), uint(2), float32(0.5), 2.5, true, nil, "s"})
@@ -27,7 +29,7 @@ func roundTripObjective(tr *Trial) (float64, error) {
 	}
 	switch tr.Number() % 5 {
 	case 3:
-		return 0, fmt.Errorf("%w: early", ErrPruned)
+		return 0, fmt.Errorf("%w: early", search.ErrPruned)
 	case 4:
 		return 0, fmt.Errorf("failed with choice %v", c)
 	}

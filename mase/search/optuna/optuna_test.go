@@ -1,4 +1,4 @@
-package search
+package optuna
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 
 	"github.com/gomase/gomase/internal/optunatest"
@@ -22,15 +25,15 @@ import (
 // optunaStudy is a study with every kind of parameter and every state: 7
 // trials run (trial 2 fails and is retried as trial 3, trial 5 is pruned),
 // trial 7 left running and trial 8 enqueued.
-func optunaStudy(t *testing.T) *Study {
+func optunaStudy(t *testing.T) *search.Study {
 	t.Helper()
-	s := newTestStudy(t, Config{Name: "exported", Sampler: NewRandomSampler(11), RetryFailed: 1})
-	obj := func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Name: "exported", Sampler: search.NewRandomSampler(11), RetryFailed: 1})
+	obj := func(tr *search.Trial) (float64, error) {
 		x, err1 := tr.SuggestFloat("x", -1, 1)
-		lr, err2 := tr.SuggestFloat("lr", 1e-5, 1e-1, WithLog())
-		n, err3 := tr.SuggestInt("n", 1, 9, WithStep(2))
-		k, err4 := tr.SuggestInt("k", 1, 64, WithLog())
-		d, err5 := tr.SuggestFloat("d", 0, 1, WithStep(0.25))
+		lr, err2 := tr.SuggestFloat("lr", 1e-5, 1e-1, search.WithLog())
+		n, err3 := tr.SuggestInt("n", 1, 9, search.WithStep(2))
+		k, err4 := tr.SuggestInt("k", 1, 64, search.WithLog())
+		d, err5 := tr.SuggestFloat("d", 0, 1, search.WithStep(0.25))
 		c, err6 := tr.SuggestCategorical("c", []any{"relu", 4, 0.5, true, nil})
 		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			return 0, err
@@ -40,7 +43,7 @@ func optunaStudy(t *testing.T) *Study {
 		case 2:
 			return 0, errors.New("boom: the objective failed")
 		case 5:
-			return 0, fmt.Errorf("%w: too slow", ErrPruned)
+			return 0, fmt.Errorf("%w: too slow", search.ErrPruned)
 		}
 		v := (x-0.3)*(x-0.3) + math.Log10(lr)/10 + float64(n)/10 + float64(k)/100 + d
 		if c == "relu" {
@@ -64,10 +67,10 @@ func optunaStudy(t *testing.T) *Study {
 	return s
 }
 
-func exportFile(t *testing.T, s *Study) string {
+func exportFile(t *testing.T, s *search.Study) string {
 	t.Helper()
 	var buf bytes.Buffer
-	n, err := ExportOptunaJournal(s.storage, s.Name(), &buf)
+	n, err := ExportJournal(s.Storage(), s.Name(), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +94,8 @@ func TestOptunaExportImportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	mem := NewInMemoryStorage()
-	imp, err := ImportOptunaJournal(mem, f, "", "")
+	mem := storages.NewInMemoryStorage()
+	imp, err := ImportJournal(mem, f, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,7 @@ func TestOptunaExportImportRoundTrip(t *testing.T) {
 	}
 	// Importing again into the same storage is refused.
 	f.Seek(0, 0)
-	if _, err := ImportOptunaJournal(mem, f, "exported", ""); err == nil || !strings.Contains(err.Error(), `study "exported" already exists`) {
+	if _, err := ImportJournal(mem, f, "exported", ""); err == nil || !strings.Contains(err.Error(), `study "exported" already exists`) {
 		t.Errorf("second import: %v", err)
 	}
 }
@@ -166,8 +169,8 @@ func TestOptunaImportReplay(t *testing.T) {
 		`{"op_code": 4, "worker_id": "W", "study_id": 1, "datetime_start": "2024-06-07T17:27:30.000000", "state": 1, "value": Infinity, "values": null, "datetime_complete": "2024-06-07T17:27:31.000000", "distributions": {}, "params": {}, "user_attrs": {}, "system_attrs": {}, "intermediate_values": {"3": NaN}}`,
 		`{"op_code": 4, "worker_id": "W", "study_id": 1, "datetime_st`, // cut short by a crash
 	}
-	mem := NewInMemoryStorage()
-	imp, err := ImportOptunaJournal(mem, strings.NewReader(strings.Join(lines, "\n")), "", "")
+	mem := storages.NewInMemoryStorage()
+	imp, err := ImportJournal(mem, strings.NewReader(strings.Join(lines, "\n")), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +210,11 @@ func TestOptunaImportReplay(t *testing.T) {
 		{`{"op_code": 11, "worker_id": "W"}` + "\n", "unknown op_code 11"},
 		{"", "the journal holds no study"},
 	} {
-		_, err := ImportOptunaJournal(NewInMemoryStorage(), strings.NewReader(c.journal), "", "")
-		wantErr(t, "import", err, c.want)
+		_, err := ImportJournal(storages.NewInMemoryStorage(), strings.NewReader(c.journal), "", "")
+		searchtest.WantErr(t, "import", err, c.want)
 	}
-	_, err = ImportOptunaJournal(NewInMemoryStorage(), strings.NewReader(lines[1]+"\n"), "nope", "")
-	wantErr(t, "import --study nope", err, `the journal has no study "nope" (it has "s")`)
+	_, err = ImportJournal(storages.NewInMemoryStorage(), strings.NewReader(lines[1]+"\n"), "nope", "")
+	searchtest.WantErr(t, "import --study nope", err, `the journal has no study "nope" (it has "s")`)
 }
 
 // TestOptunaLoadsExport: Optuna 3.1 (Debian's python3-optuna) loads an

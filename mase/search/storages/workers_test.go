@@ -1,6 +1,6 @@
 //go:build unix
 
-package search
+package storages_test
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 
 	"github.com/gomase/gomase/internal/pgtest"
@@ -82,7 +85,7 @@ func TestStorageRetry(t *testing.T) {
 			}
 			must2 := func(_ studydata.FrozenTrial, err error) { must(err) }
 			must2(finishTrial(s, "r", 3, studydata.Complete, 1, ""))
-			wantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "does not exist")
+			searchtest.WantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "does not exist")
 
 			// Enqueued trials start first, in number order.
 			for range 2 {
@@ -95,7 +98,7 @@ func TestStorageRetry(t *testing.T) {
 			if len(ts) != 6 || ts[4].State != studydata.Waiting || !ts[4].Started.IsZero() || ts[4].SystemAttrs[studydata.FixedParamsAttr] != `{"x":0.5}` {
 				t.Fatalf("after enqueue: %d trials, trial 4 %+v", len(ts), ts[4])
 			}
-			wantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "is waiting (enqueued), not running")
+			searchtest.WantErr(t, "setParam(waiting)", s.SetParam("r", 4, "x", 0.5, fd), "is waiting (enqueued), not running")
 			var seen *studydata.FrozenTrial
 			_, err = s.StartTrial("r", func(ts []studydata.FrozenTrial, w *studydata.FrozenTrial) (map[string]string, error) {
 				seen = w
@@ -134,8 +137,8 @@ func TestStorageRetry(t *testing.T) {
 // run again with the same parameters, and OptimizeUntil counts complete
 // trials only.
 func TestRetryFailedStudy(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(4), RetryFailed: 1})
-	obj := func(tr *Trial) (float64, error) {
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(4), RetryFailed: 1})
+	obj := func(tr *search.Trial) (float64, error) {
 		x, err := tr.SuggestFloat("x", 0, 1)
 		if err != nil {
 			return 0, err
@@ -149,8 +152,8 @@ func TestRetryFailedStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if countStates(ts, studydata.Complete) != 8 {
-		t.Fatalf("%d complete, want 8", countStates(ts, studydata.Complete))
+	if searchtest.CountStates(ts, studydata.Complete) != 8 {
+		t.Fatalf("%d complete, want 8", searchtest.CountStates(ts, studydata.Complete))
 	}
 	retried := 0
 	for _, tr := range ts {
@@ -175,7 +178,7 @@ func TestRetryFailedStudy(t *testing.T) {
 }
 
 func TestEnqueueTrial(t *testing.T) {
-	s := newTestStudy(t, Config{Sampler: NewRandomSampler(1)})
+	s := searchtest.NewStudy(t, search.Config{Sampler: search.NewRandomSampler(1)})
 	n, err := s.EnqueueTrial(map[string]any{"x": 0.5, "n": 3, "c": "b"})
 	if err != nil || n != 0 {
 		t.Fatalf("EnqueueTrial: %d %v", n, err)
@@ -184,7 +187,7 @@ func TestEnqueueTrial(t *testing.T) {
 		t.Errorf("EnqueueTrial(func): %v", err)
 	}
 	var got map[string]any
-	err = s.Optimize(context.Background(), func(tr *Trial) (float64, error) {
+	err = s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		x, _ := tr.SuggestFloat("x", 0, 1)
 		n, _ := tr.SuggestInt("n", 0, 10)
 		c, _ := tr.SuggestCategorical("c", []any{"a", "b"})
@@ -215,7 +218,7 @@ var workerStorages = []struct {
 	{"journal", func(t *testing.T) func() studydata.Storage {
 		path := filepath.Join(t.TempDir(), "w.jsonl")
 		return func() studydata.Storage {
-			j, err := OpenJournal(path, quiet)
+			j, err := storages.OpenJournal(path, searchtest.Quiet)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,9 +240,9 @@ func TestWorkersExactTotal(t *testing.T) {
 			open := ws.open(t)
 			var wg sync.WaitGroup
 			for w := range 4 {
-				s := newTestStudy(t, Config{Name: "exact", Sampler: NewRandomSampler(int64(w)), Storage: open()})
+				s := searchtest.NewStudy(t, search.Config{Name: "exact", Sampler: search.NewRandomSampler(int64(w)), Storage: open()})
 				wg.Go(func() {
-					if err := s.OptimizeUntil(context.Background(), func(tr *Trial) (float64, error) {
+					if err := s.OptimizeUntil(context.Background(), func(tr *search.Trial) (float64, error) {
 						return tr.SuggestFloat("x", 0, 1)
 					}, 10, 0); err != nil {
 						t.Error(err)
@@ -248,8 +251,8 @@ func TestWorkersExactTotal(t *testing.T) {
 			}
 			wg.Wait()
 			ts := checkStudyNumbers(t, open(), "exact")
-			if len(ts) != 10 || countStates(ts, studydata.Complete) != 10 {
-				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), countStates(ts, studydata.Complete))
+			if len(ts) != 10 || searchtest.CountStates(ts, studydata.Complete) != 10 {
+				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), searchtest.CountStates(ts, studydata.Complete))
 			}
 		})
 	}
@@ -263,13 +266,13 @@ func TestGridWorkers(t *testing.T) {
 			open := ws.open(t)
 			var wg sync.WaitGroup
 			for range 3 {
-				g, err := NewGridSampler(testGrid, 5)
+				g, err := search.NewGridSampler(searchtest.Grid, 5)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := newTestStudy(t, Config{Name: "grid", Sampler: g, Storage: open()})
+				s := searchtest.NewStudy(t, search.Config{Name: "grid", Sampler: g, Storage: open()})
 				wg.Go(func() {
-					if err := s.Optimize(context.Background(), gridObjective, 0, 0); err != nil {
+					if err := s.Optimize(context.Background(), searchtest.GridObjective, 0, 0); err != nil {
 						t.Error(err)
 					}
 				})
@@ -281,7 +284,7 @@ func TestGridWorkers(t *testing.T) {
 				if tr.State != studydata.Complete {
 					t.Errorf("trial %d: %v %s", tr.Number, tr.State, tr.Message)
 				}
-				seen[tr.SystemAttrs[gridIDAttr]]++
+				seen[tr.SystemAttrs[search.GridIDAttr]]++
 			}
 			if len(ts) != 12 || len(seen) != 12 {
 				t.Fatalf("%d trials over %d points, want 12 over 12: %v", len(ts), len(seen), seen)
@@ -312,21 +315,21 @@ func TestPostgresUpgradeFromV1(t *testing.T) {
 	u := pgDatabase(t)
 	p := openPG(t, u)
 	ctx := context.Background()
-	_, err := p.pool.Exec(ctx, `DROP TABLE gomase_trial_params, gomase_trial_user_attrs, gomase_trial_system_attrs, gomase_trials, gomase_studies, gomase_schema_version`)
+	_, err := storages.Pool(p).Exec(ctx, `DROP TABLE gomase_trial_params, gomase_trial_user_attrs, gomase_trial_system_attrs, gomase_trials, gomase_studies, gomase_schema_version`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.pool.Exec(ctx, pgMigrations[0]); err != nil {
+	if _, err := storages.Pool(p).Exec(ctx, storages.PGMigrations[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.pool.Exec(ctx, `INSERT INTO gomase_schema_version (version) VALUES (1);
+	if _, err := storages.Pool(p).Exec(ctx, `INSERT INTO gomase_schema_version (version) VALUES (1);
 		INSERT INTO gomase_studies (name, direction, next_trial) VALUES ('old', 'minimize', 1);
 		INSERT INTO gomase_trials (study_id, number, state, started, owner_host) SELECT id, 0, 'running', now(), 'elsewhere' FROM gomase_studies`); err != nil {
 		t.Fatal(err)
 	}
 	q := openPG(t, u)
-	if v := pgInts(t, q, "SELECT version FROM gomase_schema_version"); !reflect.DeepEqual(v, []int{pgSchemaVersion}) {
-		t.Fatalf("schema version %v after the upgrade, want [%d]", v, pgSchemaVersion)
+	if v := pgInts(t, q, "SELECT version FROM gomase_schema_version"); !reflect.DeepEqual(v, []int{storages.PGSchemaVersion}) {
+		t.Fatalf("schema version %v after the upgrade, want [%d]", v, storages.PGSchemaVersion)
 	}
 	if _, retry, err := q.FinishTrial("old", 0, studydata.Fail, 0, "boom", 1); err != nil || retry == nil || retry.Number != 1 {
 		t.Fatalf("failing trial 0 of the upgraded database: retry %+v, %v", retry, err)
@@ -386,7 +389,7 @@ func BenchmarkWorkers(b *testing.B) {
 		{"journal", func(b *testing.B) func() studydata.Storage {
 			path := filepath.Join(b.TempDir(), "w.jsonl")
 			return func() studydata.Storage {
-				j, err := OpenJournal(path, quiet)
+				j, err := storages.OpenJournal(path, searchtest.Quiet)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -403,7 +406,7 @@ func BenchmarkWorkers(b *testing.B) {
 			return func() studydata.Storage { return openPG(b, u) }
 		}},
 	}
-	obj := func(t *Trial) (float64, error) {
+	obj := func(t *search.Trial) (float64, error) {
 		x, err1 := t.SuggestFloat("x", -1, 1)
 		n, err2 := t.SuggestInt("n", 0, 10)
 		_, err3 := t.SuggestCategorical("c", []any{"a", "b", "c"})
@@ -413,9 +416,9 @@ func BenchmarkWorkers(b *testing.B) {
 		for _, workers := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("%s/workers=%d", st.name, workers), func(b *testing.B) {
 				open := st.open(b)
-				studies := make([]*Study, workers)
+				studies := make([]*search.Study, workers)
 				for w := range studies {
-					studies[w] = newTestStudy(b, Config{Name: "bench", Sampler: NewRandomSampler(int64(w)), Storage: open()})
+					studies[w] = searchtest.NewStudy(b, search.Config{Name: "bench", Sampler: search.NewRandomSampler(int64(w)), Storage: open()})
 				}
 				b.ResetTimer()
 				start := time.Now()
@@ -430,8 +433,8 @@ func BenchmarkWorkers(b *testing.B) {
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
-				if ts := checkStudyNumbers(b, studies[0].storage, "bench"); countStates(ts, studydata.Complete) != b.N || len(ts) != b.N {
-					b.Fatalf("%d trials, %d complete; want %d", len(ts), countStates(ts, studydata.Complete), b.N)
+				if ts := checkStudyNumbers(b, studies[0].Storage(), "bench"); searchtest.CountStates(ts, studydata.Complete) != b.N || len(ts) != b.N {
+					b.Fatalf("%d trials, %d complete; want %d", len(ts), searchtest.CountStates(ts, studydata.Complete), b.N)
 				}
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "trials/s")
 			})

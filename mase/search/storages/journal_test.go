@@ -1,15 +1,13 @@
-package search
+package storages_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -43,15 +44,15 @@ var deadOwnerJSON = sync.OnceValue(func() string {
 	if err := cmd.Run(); err != nil {
 		panic(err)
 	}
-	self := selfOwner()
-	o := owner{Host: self.Host, PID: cmd.Process.Pid, Boot: self.Boot, Start: 1}
+	self := storages.SelfOwner()
+	o := storages.Owner{Host: self.Host, PID: cmd.Process.Pid, Boot: self.Boot, Start: 1}
 	b, _ := json.Marshal(o)
 	return string(b)
 })
 
 // readJournal parses every record of a journal (the lines after the header,
 // if any), failing on an unreadable one.
-func readJournal(t *testing.T, path string) []journalRecord {
+func readJournal(t *testing.T, path string) []storages.JournalRecord {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -60,10 +61,10 @@ func readJournal(t *testing.T, path string) []journalRecord {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Fatalf("journal does not end with a newline: %q", b[max(0, len(b)-40):])
 	}
-	var recs []journalRecord
-	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(b, []byte(journalHeaderLine))))
+	var recs []storages.JournalRecord
+	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(b, []byte(storages.JournalHeaderLine))))
 	for sc.Scan() {
-		var r journalRecord
+		var r storages.JournalRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("journal line %d %q: %v", len(recs)+1, sc.Text(), err)
 		}
@@ -72,17 +73,17 @@ func readJournal(t *testing.T, path string) []journalRecord {
 	return recs
 }
 
-func openStudy(t *testing.T, path, name string, sampler Sampler, logger *slog.Logger) *Study {
+func openStudy(t *testing.T, path, name string, sampler search.Sampler, logger *slog.Logger) *search.Study {
 	t.Helper()
 	if logger == nil {
-		logger = quiet
+		logger = searchtest.Quiet
 	}
-	j, err := OpenJournal(path, logger)
+	j, err := storages.OpenJournal(path, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	s, err := NewStudy(Config{Name: name, Sampler: sampler, Storage: j, Logger: logger})
+	s, err := search.NewStudy(search.Config{Name: name, Sampler: sampler, Storage: j, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func openStudy(t *testing.T, path, name string, sampler Sampler, logger *slog.Lo
 
 func TestJournalRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "study.jsonl")
-	s := openStudy(t, path, "rt", mustTPE(t, TPEOptions{Seed: 1, NStartupTrials: 4}), nil)
+	s := openStudy(t, path, "rt", searchtest.MustTPE(t, search.TPEOptions{Seed: 1, NStartupTrials: 4}), nil)
 	if err := s.Optimize(context.Background(), roundTripObjective, 15, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	s.Tell(tr, 1, nil)
 	before, _ := s.Trials()
 
-	s2 := openStudy(t, path, "rt", NewRandomSampler(0), nil)
+	s2 := openStudy(t, path, "rt", search.NewRandomSampler(0), nil)
 	after, err := s2.Trials()
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +123,9 @@ func TestJournalRoundTrip(t *testing.T) {
 		}
 	}
 	// The recorded direction is enforced.
-	j, _ := OpenJournal(path, quiet)
+	j, _ := storages.OpenJournal(path, searchtest.Quiet)
 	defer j.Close()
-	if _, err := NewStudy(Config{Name: "rt", Direction: studydata.Maximize, Storage: j, Logger: quiet}); err == nil || !strings.Contains(err.Error(), "direction minimize") {
+	if _, err := search.NewStudy(search.Config{Name: "rt", Direction: studydata.Maximize, Storage: j, Logger: searchtest.Quiet}); err == nil || !strings.Contains(err.Error(), "direction minimize") {
 		t.Fatalf("direction mismatch: %v", err)
 	}
 	// Every line is one JSON record.
@@ -141,12 +142,12 @@ func TestJournalRoundTrip(t *testing.T) {
 // duplicating a finished trial.
 func TestJournalCrashResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crash.jsonl")
-	s := openStudy(t, path, "c", NewRandomSampler(1), nil)
-	if err := s.Optimize(context.Background(), sphere, 3, 0); err != nil {
+	s := openStudy(t, path, "c", search.NewRandomSampler(1), nil)
+	if err := s.Optimize(context.Background(), searchtest.Sphere, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := s.Trials()
-	s.storage.(*JournalStorage).Close()
+	s.Storage().(*storages.JournalStorage).Close()
 	appendRecords(t, path,
 		fmt.Sprintf(`{"op":"create_trial","study":"c","trial":3,"owner":%s}`, deadOwnerJSON()),
 		`{"op":"set_param","study":"c","trial":3,"name":"x0","value":0.25,"dist":{"type":"float","low":-5,"high":5}}`)
@@ -156,7 +157,7 @@ func TestJournalCrashResume(t *testing.T) {
 
 	var logBuf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, nil))
-	s2 := openStudy(t, path, "c", NewRandomSampler(2), logger)
+	s2 := openStudy(t, path, "c", search.NewRandomSampler(2), logger)
 	if !strings.Contains(logBuf.String(), "cut-short record") {
 		t.Errorf("no warning about the cut-short line; log:\n%s", logBuf.String())
 	}
@@ -164,12 +165,12 @@ func TestJournalCrashResume(t *testing.T) {
 	if len(ts) != 4 || ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "is gone") || ts[3].Params["x0"] != 0.25 {
 		t.Fatalf("crashed trial: %+v", ts[len(ts)-1])
 	}
-	if err := s2.OptimizeUntil(context.Background(), sphere, 6, 0); err != nil {
+	if err := s2.OptimizeUntil(context.Background(), searchtest.Sphere, 6, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s2.Trials()
-	if len(ts) != 7 || countStates(ts, studydata.Complete) != 6 {
-		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), countStates(ts, studydata.Complete))
+	if len(ts) != 7 || searchtest.CountStates(ts, studydata.Complete) != 6 {
+		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), searchtest.CountStates(ts, studydata.Complete))
 	}
 	for i := range done {
 		if ts[i].Value != done[i].Value || !reflect.DeepEqual(ts[i].Params, done[i].Params) {
@@ -179,7 +180,7 @@ func TestJournalCrashResume(t *testing.T) {
 	recs := readJournal(t, path) // no cut-short line is left
 	finishes := map[int]int{}
 	for _, r := range recs {
-		if r.Op == opFinishTrial {
+		if r.Op == storages.OpFinishTrial {
 			finishes[*r.Trial]++
 		}
 	}
@@ -191,7 +192,7 @@ func TestJournalCrashResume(t *testing.T) {
 	// Bad lines in the middle are skipped, counted in one warning.
 	appendRecords(t, path, `not json`, `{"op":"set_param","study":"c","trial":99}`)
 	logBuf.Reset()
-	s3 := openStudy(t, path, "c", NewRandomSampler(3), logger)
+	s3 := openStudy(t, path, "c", search.NewRandomSampler(3), logger)
 	if ts3, _ := s3.Trials(); len(ts3) != 7 {
 		t.Errorf("%d trials after bad lines, want 7", len(ts3))
 	}
@@ -204,7 +205,7 @@ func checkUniqueNumbers(t *testing.T, path, study string, want int) map[int]bool
 	t.Helper()
 	numbers, pids := map[int]bool{}, map[int]bool{}
 	for _, r := range readJournal(t, path) {
-		if r.Op == opCreateTrial && r.Study == study {
+		if r.Op == storages.OpCreateTrial && r.Study == study {
 			if numbers[*r.Trial] {
 				t.Fatalf("trial number %d allocated twice", *r.Trial)
 			}
@@ -229,18 +230,18 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			// Each worker opens its own file description, as a process would.
-			j, err := OpenJournal(path, quiet)
+			j, err := storages.OpenJournal(path, searchtest.Quiet)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			defer j.Close()
-			s, err := NewStudy(Config{Name: "shared", Sampler: mustTPE(t, TPEOptions{Seed: int64(w), NStartupTrials: 5}), Storage: j, Logger: quiet})
+			s, err := search.NewStudy(search.Config{Name: "shared", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: int64(w), NStartupTrials: 5}), Storage: j, Logger: searchtest.Quiet})
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if err := s.Optimize(context.Background(), sphere, 10, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchtest.Sphere, 10, 0); err != nil {
 				t.Error(err)
 			}
 		})
@@ -248,8 +249,8 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 	wg.Wait()
 	checkUniqueNumbers(t, path, "shared", 40)
 	s := openStudy(t, path, "shared", nil, nil)
-	if ts, _ := s.Trials(); countStates(ts, studydata.Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", countStates(ts, studydata.Complete))
+	if ts, _ := s.Trials(); searchtest.CountStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", searchtest.CountStates(ts, studydata.Complete))
 	}
 }
 
@@ -270,82 +271,49 @@ func TestJournalProcessCrash(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("crashing child: %v\n%s", err, out)
 	}
-	s := openStudy(t, path, "mp", mustTPE(t, TPEOptions{Seed: 9}), nil)
+	s := openStudy(t, path, "mp", searchtest.MustTPE(t, search.TPEOptions{Seed: 9}), nil)
 	ts, _ := s.Trials()
-	if len(ts) != 3 || countStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
+	if len(ts) != 3 || searchtest.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
 		t.Fatalf("after the crash: %d trials, trial 2 %v with %d params", len(ts), ts[2].State, len(ts[2].Params))
 	}
-	if err := s.OptimizeUntil(context.Background(), sphere, 5, 0); err != nil {
+	if err := s.OptimizeUntil(context.Background(), searchtest.Sphere, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s.Trials()
-	if len(ts) != 6 || countStates(ts, studydata.Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), countStates(ts, studydata.Complete))
+	if len(ts) != 6 || searchtest.CountStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), searchtest.CountStates(ts, studydata.Complete))
 	}
 	checkUniqueNumbers(t, path, "mp", 6)
-}
-
-// journalHeaderLine is the first line of a journal gomase creates. It is
-// written out here, not taken from the package, so that a change of the
-// on-disk format shows up as a failing test.
-const journalHeaderLine = `{"format":"gomase-search-journal","v":1}` + "\n"
-
-// checkpointLike returns the bytes of a small safetensors checkpoint: an
-// 8-byte header length, a JSON header, then float32 data holding many
-// newline bytes and no final newline.
-func checkpointLike() []byte {
-	header := `{"__metadata__":{"format":"pt"},"fc.weight":{"dtype":"F32","shape":[1024],"data_offsets":[0,4096]}}`
-	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
-	b = append(b, header...)
-	for i := range 1024 {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(i)*0.5+0.0039)|0x0a0a)
-	}
-	return b
-}
-
-// foreignFiles are files that are not journals, each with a word its
-// refusal must give.
-var foreignFiles = []struct {
-	name, content, reason string
-}{
-	{"checkpoint", string(checkpointLike()), "binary"},
-	{"JSON config", `{"hidden_size": 128, "num_layers": 2}` + "\n", "JSON"},
-	{"JSON without a final newline", `{"a": 1}`, "JSON"},
-	{"JSON lines of another kind", "[1, 2]\n[3, 4]\n", "JSON"},
-	{"Optuna journal", `{"op_code": 0, "worker_id": "w-1", "study_name": "s", "directions": [2]}` + "\n", "Optuna journal"},
-	{"text without a final newline", "first line\nsecond line\nlast line", "text"},
-	{"text", "notes\n", "text"},
-	{"a record that never starts a journal", `{"op":"set_param","study":"s","trial":0}` + "\n", "JSON"},
 }
 
 // TestJournalRefusesForeignFiles: OpenJournal refuses a file that is not a
 // journal in one line naming the file and what it holds, before writing
 // anything, and logs nothing.
 func TestJournalRefusesForeignFiles(t *testing.T) {
-	for _, c := range foreignFiles {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range storages.ForeignFiles {
+		t.Run(c.Name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "study.jsonl")
-			if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(c.Content), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			var logBuf bytes.Buffer
-			j, err := OpenJournal(path, slog.New(slog.NewTextHandler(&logBuf, nil)))
+			j, err := storages.OpenJournal(path, slog.New(slog.NewTextHandler(&logBuf, nil)))
 			if err == nil {
 				// Before the fix the file was taken; a study then wrote into it.
-				s, serr := NewStudy(Config{Name: "s", Sampler: NewRandomSampler(1), Storage: j, Logger: quiet})
+				s, serr := search.NewStudy(search.Config{Name: "s", Sampler: search.NewRandomSampler(1), Storage: j, Logger: searchtest.Quiet})
 				if serr == nil {
-					s.Optimize(context.Background(), sphere, 1, 0)
+					s.Optimize(context.Background(), searchtest.Sphere, 1, 0)
 				}
 				j.Close()
-				t.Errorf("OpenJournal took a %s", c.name)
-			} else if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, path) || !strings.Contains(msg, c.reason) {
-				t.Errorf("error %q: want one line naming %s and %q", msg, path, c.reason)
+				t.Errorf("OpenJournal took a %s", c.Name)
+			} else if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, path) || !strings.Contains(msg, c.Reason) {
+				t.Errorf("error %q: want one line naming %s and %q", msg, path, c.Reason)
 			}
 			if logBuf.Len() > 0 {
 				t.Errorf("%d log bytes for a refused file, want none:\n%.300s", logBuf.Len(), logBuf.String())
 			}
-			if got, _ := os.ReadFile(path); !bytes.Equal(got, []byte(c.content)) {
-				t.Errorf("the file changed: %d bytes, was %d", len(got), len(c.content))
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, []byte(c.Content)) {
+				t.Errorf("the file changed: %d bytes, was %d", len(got), len(c.Content))
 			}
 		})
 	}
@@ -359,17 +327,17 @@ func TestJournalHeader(t *testing.T) {
 		if existing {
 			os.WriteFile(path, nil, 0o644)
 		}
-		s := openStudy(t, path, "h", NewRandomSampler(1), nil)
-		if err := s.Optimize(context.Background(), sphere, 2, 0); err != nil {
+		s := openStudy(t, path, "h", search.NewRandomSampler(1), nil)
+		if err := s.Optimize(context.Background(), searchtest.Sphere, 2, 0); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(path)
-		if !bytes.HasPrefix(b, []byte(journalHeaderLine)) || bytes.Count(b, []byte(journalHeaderLine)) != 1 {
+		if !bytes.HasPrefix(b, []byte(storages.JournalHeaderLine)) || bytes.Count(b, []byte(storages.JournalHeaderLine)) != 1 {
 			t.Errorf("existing empty file %v: the journal does not start with the header once: %.80q", existing, b)
 		}
-		s2 := openStudy(t, path, "h", NewRandomSampler(2), nil)
-		if ts, _ := s2.Trials(); countStates(ts, studydata.Complete) != 2 {
-			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, countStates(ts, studydata.Complete))
+		s2 := openStudy(t, path, "h", search.NewRandomSampler(2), nil)
+		if ts, _ := s2.Trials(); searchtest.CountStates(ts, studydata.Complete) != 2 {
+			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, searchtest.CountStates(ts, studydata.Complete))
 		}
 	}
 }
@@ -387,9 +355,9 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 		name, keep, tail string
 		trials           int // trials read before the write
 	}{
-		{"journal", journalHeaderLine + study + trial, cut, 1},
+		{"journal", storages.JournalHeaderLine + study + trial, cut, 1},
 		{"journal written before the header", study + trial, cut, 1},
-		{"journal with a cut-short first record", journalHeaderLine, `{"op":"create_st`, 0},
+		{"journal with a cut-short first record", storages.JournalHeaderLine, `{"op":"create_st`, 0},
 		{"only a cut-short header", "", `{"format":"gomase-sea`, 0},
 		{"only a cut-short first record written before the header", "", `{"op":"create_study","study":"r","v`, 0},
 	} {
@@ -398,7 +366,7 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 			os.WriteFile(path, []byte(c.keep+c.tail), 0o644)
 			var logBuf bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logBuf, nil))
-			j, err := OpenJournal(path, logger)
+			j, err := storages.OpenJournal(path, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -409,14 +377,14 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 			if n := strings.Count(logBuf.String(), "ends with a cut-short record"); n != 1 {
 				t.Errorf("%d warnings about the cut-short record, want 1:\n%s", n, logBuf.String())
 			}
-			s, err := NewStudy(Config{Name: "r", Sampler: NewRandomSampler(1), Storage: j, Logger: logger})
+			s, err := search.NewStudy(search.Config{Name: "r", Sampler: search.NewRandomSampler(1), Storage: j, Logger: logger})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ts, _ := s.Trials(); len(ts) != c.trials {
 				t.Errorf("%d trials, want %d", len(ts), c.trials)
 			}
-			if err := s.Optimize(context.Background(), sphere, 1, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchtest.Sphere, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(path)
@@ -432,14 +400,14 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 
 	t.Run("tail that is not a record", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "r.jsonl")
-		content := journalHeaderLine + study + "\x00\x01\x02 not a record"
+		content := storages.JournalHeaderLine + study + "\x00\x01\x02 not a record"
 		os.WriteFile(path, []byte(content), 0o644)
-		j, err := OpenJournal(path, quiet)
+		j, err := storages.OpenJournal(path, searchtest.Quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer j.Close()
-		_, err = NewStudy(Config{Name: "other", Storage: j, Logger: quiet})
+		_, err = search.NewStudy(search.Config{Name: "other", Storage: j, Logger: searchtest.Quiet})
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a cut-short record") {
 			t.Errorf("writing after a tail that is not a record: %v", err)
 		}
@@ -453,8 +421,8 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 // apply are reported in one warning with their counts, not one each.
 func TestJournalBadLinesSummarised(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.jsonl")
-	s := openStudy(t, path, "b", NewRandomSampler(1), nil)
-	if err := s.Optimize(context.Background(), sphere, 2, 0); err != nil {
+	s := openStudy(t, path, "b", search.NewRandomSampler(1), nil)
+	if err := s.Optimize(context.Background(), searchtest.Sphere, 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -466,9 +434,9 @@ func TestJournalBadLinesSummarised(t *testing.T) {
 	}
 	appendRecords(t, path, lines...)
 	var logBuf bytes.Buffer
-	s2 := openStudy(t, path, "b", NewRandomSampler(2), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if ts, _ := s2.Trials(); countStates(ts, studydata.Complete) != 2 {
-		t.Errorf("%d complete trials, want 2", countStates(ts, studydata.Complete))
+	s2 := openStudy(t, path, "b", search.NewRandomSampler(2), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if ts, _ := s2.Trials(); searchtest.CountStates(ts, studydata.Complete) != 2 {
+		t.Errorf("%d complete trials, want 2", searchtest.CountStates(ts, studydata.Complete))
 	}
 	log := strings.TrimSpace(logBuf.String())
 	if strings.Count(log, "\n") != 0 || !strings.Contains(log, "unreadable=300") || !strings.Contains(log, "not_applying=200") {
@@ -480,8 +448,8 @@ func TestJournalBadLinesSummarised(t *testing.T) {
 // its fill succeeded and the context is not done; otherwise nothing is left
 // in the folder. An existing file is never replaced.
 func TestCreateJournal(t *testing.T) {
-	createStudy := func(j *JournalStorage) error {
-		_, err := NewStudy(Config{Name: "c", Storage: j, Logger: quiet})
+	createStudy := func(j *storages.JournalStorage) error {
+		_, err := search.NewStudy(search.Config{Name: "c", Storage: j, Logger: searchtest.Quiet})
 		return err
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -489,12 +457,12 @@ func TestCreateJournal(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		ctx   context.Context
-		fill  func(*JournalStorage) error
+		fill  func(*storages.JournalStorage) error
 		exist bool
 		want  string // "" for success
 	}{
 		{"success", context.Background(), createStudy, false, ""},
-		{"fill fails after writing", context.Background(), func(j *JournalStorage) error {
+		{"fill fails after writing", context.Background(), func(j *storages.JournalStorage) error {
 			if err := createStudy(j); err != nil {
 				return err
 			}
@@ -509,12 +477,12 @@ func TestCreateJournal(t *testing.T) {
 			if c.exist {
 				os.WriteFile(path, []byte("mine\n"), 0o644)
 			}
-			err := CreateJournal(c.ctx, path, quiet, c.fill)
+			err := storages.CreateJournal(c.ctx, path, searchtest.Quiet, c.fill)
 			entries, _ := os.ReadDir(dir)
 			got, _ := os.ReadFile(path)
 			switch {
 			case c.want == "":
-				if err != nil || len(entries) != 1 || !bytes.HasPrefix(got, []byte(journalHeaderLine)) {
+				if err != nil || len(entries) != 1 || !bytes.HasPrefix(got, []byte(storages.JournalHeaderLine)) {
 					t.Fatalf("err %v, %d files, journal %q", err, len(entries), got)
 				}
 				if len(readJournal(t, path)) != 1 {
