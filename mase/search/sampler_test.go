@@ -196,7 +196,7 @@ func TestTPEDynamicSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if n := searchtest.CountStates(ts, studydata.Complete); n != 30 {
+	if n := studydata.CountStates(ts, studydata.Complete); n != 30 {
 		t.Fatalf("%d of 30 complete: %s", n, ts[len(ts)-1].Message)
 	}
 }

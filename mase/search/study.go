@@ -132,7 +132,7 @@ func NewStudy(cfg Config) (*Study, error) {
 			return nil, err
 		}
 		if trials, err := s.storage.Trials(s.name); err == nil {
-			s.logger.Info("search: resuming study", "study", s.name, "trials", len(trials), "finished", countStates(trials, studydata.Complete, studydata.Pruned, studydata.Fail))
+			s.logger.Info("search: resuming study", "study", s.name, "trials", len(trials), "finished", studydata.CountStates(trials, studydata.Complete, studydata.Pruned, studydata.Fail))
 		}
 	}
 	return s, nil
@@ -346,19 +346,6 @@ func (s *Study) OptimizeUntil(ctx context.Context, objective Objective, total in
 			fails = 0
 		}
 	}
-}
-
-func countStates(ts []studydata.FrozenTrial, states ...studydata.TrialState) int {
-	n := 0
-	for _, t := range ts {
-		for _, st := range states {
-			if t.State == st {
-				n++
-				break
-			}
-		}
-	}
-	return n
 }
 
 // runTrial asks for a trial, runs the objective on it, and tells the result.

@@ -327,8 +327,8 @@ func TestOptimizeUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if searchtest.CountStates(ts, studydata.Complete) != 6 || searchtest.CountStates(ts, studydata.Fail) != 3 {
-		t.Fatalf("complete %d fail %d, want 6 and 3", searchtest.CountStates(ts, studydata.Complete), searchtest.CountStates(ts, studydata.Fail))
+	if studydata.CountStates(ts, studydata.Complete) != 6 || studydata.CountStates(ts, studydata.Fail) != 3 {
+		t.Fatalf("complete %d fail %d, want 6 and 3", studydata.CountStates(ts, studydata.Complete), studydata.CountStates(ts, studydata.Fail))
 	}
 	// Already there: nothing to do.
 	if err := s.OptimizeUntil(context.Background(), obj, 6, 0); err != nil {
@@ -357,8 +357,8 @@ func TestConcurrentOptimize(t *testing.T) {
 	}
 	wg.Wait()
 	ts, _ := s.Trials()
-	if len(ts) != 60 || searchtest.CountStates(ts, studydata.Complete) != 60 {
-		t.Fatalf("%d trials, %d complete; want 60", len(ts), searchtest.CountStates(ts, studydata.Complete))
+	if len(ts) != 60 || studydata.CountStates(ts, studydata.Complete) != 60 {
+		t.Fatalf("%d trials, %d complete; want 60", len(ts), studydata.CountStates(ts, studydata.Complete))
 	}
 }
 

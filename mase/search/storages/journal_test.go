@@ -169,8 +169,8 @@ func TestJournalCrashResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ = s2.Trials()
-	if len(ts) != 7 || searchtest.CountStates(ts, studydata.Complete) != 6 {
-		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), searchtest.CountStates(ts, studydata.Complete))
+	if len(ts) != 7 || studydata.CountStates(ts, studydata.Complete) != 6 {
+		t.Fatalf("after OptimizeUntil(6): %d trials, %d complete", len(ts), studydata.CountStates(ts, studydata.Complete))
 	}
 	for i := range done {
 		if ts[i].Value != done[i].Value || !reflect.DeepEqual(ts[i].Params, done[i].Params) {
@@ -249,8 +249,8 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 	wg.Wait()
 	checkUniqueNumbers(t, path, "shared", 40)
 	s := openStudy(t, path, "shared", nil, nil)
-	if ts, _ := s.Trials(); searchtest.CountStates(ts, studydata.Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", searchtest.CountStates(ts, studydata.Complete))
+	if ts, _ := s.Trials(); studydata.CountStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", studydata.CountStates(ts, studydata.Complete))
 	}
 }
 
@@ -273,15 +273,15 @@ func TestJournalProcessCrash(t *testing.T) {
 	}
 	s := openStudy(t, path, "mp", searchtest.MustTPE(t, search.TPEOptions{Seed: 9}), nil)
 	ts, _ := s.Trials()
-	if len(ts) != 3 || searchtest.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
+	if len(ts) != 3 || studydata.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
 		t.Fatalf("after the crash: %d trials, trial 2 %v with %d params", len(ts), ts[2].State, len(ts[2].Params))
 	}
 	if err := s.OptimizeUntil(context.Background(), searchtest.Sphere, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s.Trials()
-	if len(ts) != 6 || searchtest.CountStates(ts, studydata.Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), searchtest.CountStates(ts, studydata.Complete))
+	if len(ts) != 6 || studydata.CountStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d trials, %d complete", len(ts), studydata.CountStates(ts, studydata.Complete))
 	}
 	checkUniqueNumbers(t, path, "mp", 6)
 }
@@ -336,8 +336,8 @@ func TestJournalHeader(t *testing.T) {
 			t.Errorf("existing empty file %v: the journal does not start with the header once: %.80q", existing, b)
 		}
 		s2 := openStudy(t, path, "h", search.NewRandomSampler(2), nil)
-		if ts, _ := s2.Trials(); searchtest.CountStates(ts, studydata.Complete) != 2 {
-			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, searchtest.CountStates(ts, studydata.Complete))
+		if ts, _ := s2.Trials(); studydata.CountStates(ts, studydata.Complete) != 2 {
+			t.Errorf("existing empty file %v: %d complete trials after reopening, want 2", existing, studydata.CountStates(ts, studydata.Complete))
 		}
 	}
 }
@@ -435,8 +435,8 @@ func TestJournalBadLinesSummarised(t *testing.T) {
 	appendRecords(t, path, lines...)
 	var logBuf bytes.Buffer
 	s2 := openStudy(t, path, "b", search.NewRandomSampler(2), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if ts, _ := s2.Trials(); searchtest.CountStates(ts, studydata.Complete) != 2 {
-		t.Errorf("%d complete trials, want 2", searchtest.CountStates(ts, studydata.Complete))
+	if ts, _ := s2.Trials(); studydata.CountStates(ts, studydata.Complete) != 2 {
+		t.Errorf("%d complete trials, want 2", studydata.CountStates(ts, studydata.Complete))
 	}
 	log := strings.TrimSpace(logBuf.String())
 	if strings.Count(log, "\n") != 0 || !strings.Contains(log, "unreadable=300") || !strings.Contains(log, "not_applying=200") {

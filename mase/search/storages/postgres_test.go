@@ -230,8 +230,8 @@ func TestPostgresStudyTPE(t *testing.T) {
 	}
 	wg.Wait()
 	ts := checkNumbers(t, s.Storage(), "tpe", 40)
-	if searchtest.CountStates(ts, studydata.Complete) != 40 {
-		t.Fatalf("%d complete trials, want 40", searchtest.CountStates(ts, studydata.Complete))
+	if studydata.CountStates(ts, studydata.Complete) != 40 {
+		t.Fatalf("%d complete trials, want 40", studydata.CountStates(ts, studydata.Complete))
 	}
 	best, err := s.BestTrial()
 	if err != nil {
@@ -321,7 +321,7 @@ func TestPostgresMultiProcess(t *testing.T) {
 	runWorkers(t, u, 3, 8)
 	p := openPG(t, u)
 	ts := checkNumbers(t, p, "mp", 24)
-	if c := searchtest.CountStates(ts, studydata.Complete); c != 24 {
+	if c := studydata.CountStates(ts, studydata.Complete); c != 24 {
 		t.Errorf("%d complete trials, want 24", c)
 	}
 	if pids := pgInts(t, p, "SELECT DISTINCT owner_pid FROM gomase_trials"); len(pids) != 3 {
@@ -341,7 +341,7 @@ func TestPostgresProcessCrash(t *testing.T) {
 	}
 	s := searchtest.NewStudy(t, search.Config{Name: "mp", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 9}), Storage: openPG(t, u)})
 	ts, _ := s.Trials()
-	if len(ts) != 3 || searchtest.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 ||
+	if len(ts) != 3 || studydata.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 ||
 		!strings.Contains(ts[2].Message, "is gone") {
 		t.Fatalf("after the crash: %d trials, trial 2 %v %q with %d params", len(ts), ts[2].State, ts[2].Message, len(ts[2].Params))
 	}
@@ -349,8 +349,8 @@ func TestPostgresProcessCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts = checkNumbers(t, s.Storage(), "mp", 6)
-	if searchtest.CountStates(ts, studydata.Complete) != 5 {
-		t.Fatalf("after OptimizeUntil(5): %d complete", searchtest.CountStates(ts, studydata.Complete))
+	if studydata.CountStates(ts, studydata.Complete) != 5 {
+		t.Fatalf("after OptimizeUntil(5): %d complete", studydata.CountStates(ts, studydata.Complete))
 	}
 }
 

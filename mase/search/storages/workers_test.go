@@ -152,8 +152,8 @@ func TestRetryFailedStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, _ := s.Trials()
-	if searchtest.CountStates(ts, studydata.Complete) != 8 {
-		t.Fatalf("%d complete, want 8", searchtest.CountStates(ts, studydata.Complete))
+	if studydata.CountStates(ts, studydata.Complete) != 8 {
+		t.Fatalf("%d complete, want 8", studydata.CountStates(ts, studydata.Complete))
 	}
 	retried := 0
 	for _, tr := range ts {
@@ -251,8 +251,8 @@ func TestWorkersExactTotal(t *testing.T) {
 			}
 			wg.Wait()
 			ts := checkStudyNumbers(t, open(), "exact")
-			if len(ts) != 10 || searchtest.CountStates(ts, studydata.Complete) != 10 {
-				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), searchtest.CountStates(ts, studydata.Complete))
+			if len(ts) != 10 || studydata.CountStates(ts, studydata.Complete) != 10 {
+				t.Fatalf("%d trials, %d complete; want exactly 10", len(ts), studydata.CountStates(ts, studydata.Complete))
 			}
 		})
 	}
@@ -433,8 +433,8 @@ func BenchmarkWorkers(b *testing.B) {
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
-				if ts := checkStudyNumbers(b, studies[0].Storage(), "bench"); searchtest.CountStates(ts, studydata.Complete) != b.N || len(ts) != b.N {
-					b.Fatalf("%d trials, %d complete; want %d", len(ts), searchtest.CountStates(ts, studydata.Complete), b.N)
+				if ts := checkStudyNumbers(b, studies[0].Storage(), "bench"); studydata.CountStates(ts, studydata.Complete) != b.N || len(ts) != b.N {
+					b.Fatalf("%d trials, %d complete; want %d", len(ts), studydata.CountStates(ts, studydata.Complete), b.N)
 				}
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "trials/s")
 			})

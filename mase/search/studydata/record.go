@@ -143,3 +143,17 @@ func (t FrozenTrial) Clone() FrozenTrial {
 	c.InternalParams = maps.Clone(t.InternalParams)
 	return c
 }
+
+// CountStates counts the trials of ts in any of states.
+func CountStates(ts []FrozenTrial, states ...TrialState) int {
+	n := 0
+	for _, t := range ts {
+		for _, st := range states {
+			if t.State == st {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}

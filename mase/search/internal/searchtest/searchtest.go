@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/gomase/gomase/mase/search"
-	"github.com/gomase/gomase/mase/search/studydata"
 )
 
 // Quiet is a logger that drops everything.
@@ -118,20 +117,6 @@ func GridObjective(t *search.Trial) (float64, error) {
 		v++
 	}
 	return v, nil
-}
-
-// CountStates counts the trials in any of states.
-func CountStates(ts []studydata.FrozenTrial, states ...studydata.TrialState) int {
-	n := 0
-	for _, t := range ts {
-		for _, st := range states {
-			if t.State == st {
-				n++
-				break
-			}
-		}
-	}
-	return n
 }
 
 // WantErr fails the test unless err contains want.
