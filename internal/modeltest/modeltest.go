@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -82,14 +83,21 @@ func BenchRuns(b *testing.B, r execute.Runner, in map[string]*tensors.Tensor) {
 // backend, and returns its float32 values (an error is the graph's).
 func RunOnce(tb testing.TB, m *nn.Model, fn func(g *graph.Graph) *graph.Node) ([]float32, error) {
 	tb.Helper()
-	be, err := backend.Default()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := model.CallOnce(be, m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
+	out, err := model.CallOnce(Backend(tb), m.Store, func(_ *model.Scope, g *graph.Graph) *graph.Node { return fn(g) })
 	if err != nil {
 		return nil, err
 	}
 	defer execute.Finalize(out)
 	return tensors.MustCopyFlatData[float32](out), nil
+}
+
+// Backend is the default backend (backend.Default), failing the test when
+// it cannot be opened.
+func Backend(tb testing.TB) compute.Backend {
+	tb.Helper()
+	be, err := backend.Default()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return be
 }

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -467,7 +466,7 @@ func TestPruneBertTiny(t *testing.T) {
 	}
 	for _, r := range rows {
 		mask := masks[r.Module+".weight_mask"]
-		eff, err := mg.Model.EffectiveParam(mustBackend(t), r.Module+".weight")
+		eff, err := mg.Model.EffectiveParam(modeltest.Backend(t), r.Module+".weight")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,15 +501,6 @@ func TestPruneBertPerLayer(t *testing.T) {
 			t.Errorf("%s was pruned", p)
 		}
 	}
-}
-
-func mustBackend(t *testing.T) compute.Backend {
-	t.Helper()
-	be, err := backend.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return be
 }
 
 // Baking writes mask ⊙ W into the weights and drops the masks; the

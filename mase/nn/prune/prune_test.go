@@ -7,12 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/gomase/gomase/internal/modeltest"
-	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/nn"
@@ -34,7 +32,7 @@ func oneLeaf(t *testing.T, leaf nn.Leaf) (*nn.Model, *ir.Graph) {
 
 func runGraph(t *testing.T, m *nn.Model, g *ir.Graph, mode execute.Mode, x *tensors.Tensor) []float32 {
 	t.Helper()
-	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m, Graph: g}, mode, false)
+	c, err := execute.CompileOn(modeltest.Backend(t), &ir.MaseGraph{Model: m, Graph: g}, mode, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +41,6 @@ func runGraph(t *testing.T, m *nn.Model, g *ir.Graph, mode execute.Mode, x *tens
 		t.Fatal(err)
 	}
 	return tensors.MustCopyFlatData[float32](out[0])
-}
-
-func mustBackendCompute(t *testing.T) compute.Backend {
-	t.Helper()
-	be, err := backend.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return be
 }
 
 func setParam(t *testing.T, m *nn.Model, name string, vals []float32, dims ...int) {
@@ -95,7 +84,7 @@ func TestMaskParametrizationLinear(t *testing.T) {
 	if b := m.Buffers(); len(b) != 1 || b[0].Name != "layer.weight_mask" {
 		t.Errorf("Buffers() = %+v", b)
 	}
-	eff, err := m.EffectiveParam(mustBackendCompute(t), "layer.weight")
+	eff, err := m.EffectiveParam(modeltest.Backend(t), "layer.weight")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +93,7 @@ func TestMaskParametrizationLinear(t *testing.T) {
 	}
 	// Bake: the stored weight becomes the effective one, the
 	// parametrization goes, the output stays.
-	if err := m.BakeParametrizations(mustBackendCompute(t), "layer", "weight"); err != nil {
+	if err := m.BakeParametrizations(modeltest.Backend(t), "layer", "weight"); err != nil {
 		t.Fatal(err)
 	}
 	if stored, _, _ := m.ParamValues("layer.weight"); !slices.Equal(stored, []float32{1, 0, 3, 0, 0, 6}) {
@@ -143,7 +132,7 @@ func TestMaskParametrizationLoRA(t *testing.T) {
 	if got := runGraph(t, m, g, execute.Mode{}, x); !slices.Equal(got, []float32{20, 3}) {
 		t.Errorf("masked LoRALinear = %v, want [20 3] (B = 0)", got)
 	}
-	eff, err := m.EffectiveParam(mustBackendCompute(t), "layer.linear.weight")
+	eff, err := m.EffectiveParam(modeltest.Backend(t), "layer.linear.weight")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +180,7 @@ func TestParametrizationErrors(t *testing.T) {
 	if err := m2.RegisterParametrization("layer", "weight", &prune.Mask{Buffer: "layer.weight_mask"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m2, Graph: g2}, execute.Mode{}, false)
+	c, err := execute.CompileOn(modeltest.Backend(t), &ir.MaseGraph{Model: m2, Graph: g2}, execute.Mode{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +340,7 @@ func TestSparsifyInputRandom(t *testing.T) {
 	for i := range ones {
 		ones[i] = 1
 	}
-	c, err := execute.CompileOn(mustBackendCompute(t), &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, false)
+	c, err := execute.CompileOn(modeltest.Backend(t), &ir.MaseGraph{Model: m, Graph: g}, execute.Mode{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

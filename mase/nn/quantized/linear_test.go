@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/gomase/gomase/internal/modeltest"
 	"github.com/gomase/gomase/mase/backend"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/nn/quantized"
@@ -463,7 +463,7 @@ func TestQuantizedLinearErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := nn.NewModel(&nn.Container{Type: "Root", Kids: []nn.Named{{Name: "fc", Module: l}}}, 1)
-	g := graph.NewGraph(mustBackend(t), "t")
+	g := graph.NewGraph(modeltest.Backend(t), "t")
 	xn := graph.Parameter(g, "x", shapes.Make(dtypes.Float32, 3, 8))
 	_, err = l.Forward(&nn.Call{Graph: g, Scope: m.Scope("fc"), Path: "fc"}, []any{xn}, nil)
 	if err == nil || !strings.Contains(err.Error(), "LinearMXInt8 fc: data_in quantiser: mxint8: 24 elements are not a multiple of group_size 32") {
@@ -473,13 +473,4 @@ func TestQuantizedLinearErrors(t *testing.T) {
 	if _, err = l.Forward(&nn.Call{Graph: g, Scope: m.Scope("fc"), Path: "fc"}, []any{xn}, nil); err == nil || !strings.Contains(err.Error(), "input shape [3 5], want last axis 8") {
 		t.Errorf("input shape: %v", err)
 	}
-}
-
-func mustBackend(t *testing.T) compute.Backend {
-	t.Helper()
-	be, err := backend.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return be
 }
