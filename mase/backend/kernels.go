@@ -324,17 +324,17 @@ func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, l
 	if !f.owner.set.SDPA {
 		return backendOp()
 	}
-	call, operands, err := f.sdpaCall(q, k, v, layout, opts)
+	call, cfg, operands, err := f.sdpaCall(q, k, v, layout, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	if call == nil {
 		return backendOp()
 	}
-	if call.Operands[0].DType != dtypes.Float32 {
+	if cfg.DType != dtypes.Float32 {
 		// cuDNN takes half precision: prefer it (on an H200 it runs the
 		// masked float16 attention in half the kernel's time).
-		if out, states, err := f.halfPrecisionBackendOp(q, k, v, layout, opts, *call); err == nil {
+		if out, states, err := f.halfPrecisionBackendOp(q, k, v, layout, opts, cfg); err == nil {
 			return out, states, nil
 		}
 	}
@@ -346,27 +346,25 @@ func (f *kernelFunction) FusedScaledDotProductAttention(q, k, v compute.Value, l
 }
 
 // halfPrecisionBackendOp is the backend's fused op (cuDNN on CUDA) for a
-// half-precision attention the kernel would take (call): unmasked as it
+// half-precision attention the kernel would take (c): unmasked as it
 // is, masked with the additive mask as a bias of the scores' full shape
 // [B, H, SeqQ, SeqK] in q's dtype (cuDNN takes no mask operand, and a
 // bias only for seq_q = seq_k). An error means the backend does not take
 // it.
 func (f *kernelFunction) halfPrecisionBackendOp(q, k, v compute.Value, layout compute.AttentionAxesLayout,
-	opts *compute.ScaledDotProductAttentionConfig, call cuda.Call) (compute.Value, []compute.Value, error) {
+	opts *compute.ScaledDotProductAttentionConfig, c cuda.SDPAConfig) (compute.Value, []compute.Value, error) {
 	if opts == nil || opts.Mask == nil {
 		return f.Function.FusedScaledDotProductAttention(q, k, v, layout, opts)
-	}
-	c, err := cuda.ParseSDPAConfig(call.Config)
-	if err != nil {
-		return nil, nil, err
 	}
 	if c.SeqQ != c.SeqK {
 		return nil, nil, fmt.Errorf("a bias needs seq_q = seq_k (have %d, %d)", c.SeqQ, c.SeqK)
 	}
 	bias := opts.Mask
-	if ms, err := f.shapes(bias); err != nil {
+	ms, err := f.shapes(bias)
+	if err != nil {
 		return nil, nil, err
-	} else if ms[0].DType != c.DType {
+	}
+	if ms[0].DType != c.DType {
 		if bias, err = f.Function.ConvertDType(bias, c.DType); err != nil {
 			return nil, nil, err
 		}
@@ -380,28 +378,28 @@ func (f *kernelFunction) halfPrecisionBackendOp(q, k, v compute.Value, layout co
 	return f.Function.FusedScaledDotProductAttention(q, k, v, layout, &withBias)
 }
 
-// sdpaCall returns the kernel's call and operands for an attention, or a
-// nil call when the kernel does not take it.
+// sdpaCall returns the kernel's call, its configuration and operands for
+// an attention, or a nil call when the kernel does not take it.
 func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.AttentionAxesLayout,
-	opts *compute.ScaledDotProductAttentionConfig) (*cuda.Call, []compute.Value, error) {
+	opts *compute.ScaledDotProductAttentionConfig) (*cuda.Call, cuda.SDPAConfig, []compute.Value, error) {
 	if layout != compute.AttentionAxesLayoutBHSD {
-		return nil, nil, nil
+		return nil, cuda.SDPAConfig{}, nil, nil
 	}
 	var o compute.ScaledDotProductAttentionConfig
 	if opts != nil {
 		o = *opts
 	}
 	if o.Causal || o.Bias != nil || o.QuerySeqLen != nil || o.KeyValueSeqLen != nil {
-		return nil, nil, nil
+		return nil, cuda.SDPAConfig{}, nil, nil
 	}
 	ss, err := f.shapes(q, k, v)
 	if err != nil {
-		return nil, nil, err
+		return nil, cuda.SDPAConfig{}, nil, err
 	}
 	qs, ks, vs := ss[0], ss[1], ss[2]
 	if qs.Rank() != 4 || !ks.Equal(vs) || ks.Rank() != 4 || ks.DType != qs.DType ||
 		ks.Dimensions[0] != qs.Dimensions[0] || ks.Dimensions[1] != qs.Dimensions[1] || ks.Dimensions[3] != qs.Dimensions[3] {
-		return nil, nil, nil
+		return nil, cuda.SDPAConfig{}, nil, nil
 	}
 	cfg := cuda.SDPAConfig{Batch: qs.Dimensions[0], Heads: qs.Dimensions[1], SeqQ: qs.Dimensions[2], SeqK: ks.Dimensions[2],
 		HeadDim: qs.Dimensions[3], DType: qs.DType, Scale: float32(o.Scale)}
@@ -409,24 +407,24 @@ func (f *kernelFunction) sdpaCall(q, k, v compute.Value, layout compute.Attentio
 	if o.Mask != nil {
 		mss, err := f.shapes(o.Mask)
 		if err != nil {
-			return nil, nil, err
+			return nil, cuda.SDPAConfig{}, nil, err
 		}
 		ms := mss[0]
 		if !ms.DType.IsFloat() || ms.Rank() != 4 {
-			return nil, nil, nil // boolean or lower-rank masks: the backend's op
+			return nil, cuda.SDPAConfig{}, nil, nil // boolean or lower-rank masks: the backend's op
 		}
 		cfg.MaskDims = ms.Dimensions
 		mask := o.Mask
 		if ms.DType != dtypes.Float32 {
 			if mask, err = f.Function.ConvertDType(mask, dtypes.Float32); err != nil {
-				return nil, nil, err
+				return nil, cuda.SDPAConfig{}, nil, err
 			}
 		}
 		operands = append(operands, mask)
 	}
 	call, err := cuda.SDPACall(cfg)
 	if err != nil {
-		return nil, nil, nil // a size or dtype the kernel does not take
+		return nil, cuda.SDPAConfig{}, nil, nil // a size or dtype the kernel does not take
 	}
-	return &call, operands, nil
+	return &call, cfg, operands, nil
 }
