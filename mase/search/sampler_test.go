@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/searchbench"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -117,24 +118,24 @@ func median(v []float64) float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-// TestTPEBeatsRandom: on a 5-D searchtest.Sphere, over seeds 0..8 and 100 trials, TPE's
+// TestTPEBeatsRandom: on a 5-D searchbench.Sphere5, over seeds 0..8 and 100 trials, TPE's
 // median best value is far below Random's (typically 0.5 against 7).
 func TestTPEBeatsRandom(t *testing.T) {
 	var tpe, tpeN, rnd []float64
 	for seed := range int64(9) {
-		tpe = append(tpe, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed}), studydata.Minimize, searchtest.Sphere, 100))
-		tpeN = append(tpeN, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed, NormalizedDensity: true}), studydata.Minimize, searchtest.Sphere, 100))
-		rnd = append(rnd, bestOf(t, search.NewRandomSampler(seed), studydata.Minimize, searchtest.Sphere, 100))
+		tpe = append(tpe, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed}), studydata.Minimize, searchbench.Sphere5, 100))
+		tpeN = append(tpeN, bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: seed, NormalizedDensity: true}), studydata.Minimize, searchbench.Sphere5, 100))
+		rnd = append(rnd, bestOf(t, search.NewRandomSampler(seed), studydata.Minimize, searchbench.Sphere5, 100))
 	}
 	mt, mn, mr := median(tpe), median(tpeN), median(rnd)
 	t.Logf("median best of 100 trials: TPE %.3f, TPE (normalised density) %.3f, Random %.3f", mt, mn, mr)
 	if !(mt < mr/3) || !(mn < mr/2) {
 		t.Errorf("TPE does not beat Random: TPE %.3f, TPE normalised %.3f, Random %.3f", mt, mn, mr)
 	}
-	// Maximising the negated searchtest.Sphere works the same way.
-	neg := func(tr *search.Trial) (float64, error) { v, err := searchtest.Sphere(tr); return -v, err }
+	// Maximising the negated searchbench.Sphere5 works the same way.
+	neg := func(tr *search.Trial) (float64, error) { v, err := searchbench.Sphere5(tr); return -v, err }
 	if v := bestOf(t, searchtest.MustTPE(t, search.TPEOptions{Seed: 1}), studydata.Maximize, neg, 100); v < -mr/2 {
-		t.Errorf("maximising −searchtest.Sphere: best %.3f, Random's median %.3f", v, -mr)
+		t.Errorf("maximising −searchbench.Sphere5: best %.3f, Random's median %.3f", v, -mr)
 	}
 }
 
@@ -153,7 +154,7 @@ func TestTPEOptions(t *testing.T) {
 	}
 	bad := searchtest.MustTPE(t, search.TPEOptions{NStartupTrials: 2, Weights: func(n int) []float64 { return make([]float64, n) }})
 	st := searchtest.NewStudy(t, search.Config{Sampler: bad})
-	st.Optimize(context.Background(), searchtest.Sphere, 4, 0)
+	st.Optimize(context.Background(), searchbench.Sphere5, 4, 0)
 	ts, _ := st.Trials()
 	if ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "only zeros") {
 		t.Errorf("all-zero weights: trial 3 %v %q", ts[3].State, ts[3].Message)

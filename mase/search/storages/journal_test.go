@@ -18,6 +18,7 @@ import (
 
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/searchbench"
 	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
@@ -143,7 +144,7 @@ func TestJournalRoundTrip(t *testing.T) {
 func TestJournalCrashResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crash.jsonl")
 	s := openStudy(t, path, "c", search.NewRandomSampler(1), nil)
-	if err := s.Optimize(context.Background(), searchtest.Sphere, 3, 0); err != nil {
+	if err := s.Optimize(context.Background(), searchbench.Sphere5, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := s.Trials()
@@ -165,7 +166,7 @@ func TestJournalCrashResume(t *testing.T) {
 	if len(ts) != 4 || ts[3].State != studydata.Fail || !strings.Contains(ts[3].Message, "is gone") || ts[3].Params["x0"] != 0.25 {
 		t.Fatalf("crashed trial: %+v", ts[len(ts)-1])
 	}
-	if err := s2.OptimizeUntil(context.Background(), searchtest.Sphere, 6, 0); err != nil {
+	if err := s2.OptimizeUntil(context.Background(), searchbench.Sphere5, 6, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s2.Trials()
@@ -241,7 +242,7 @@ func TestJournalConcurrentGoroutines(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := s.Optimize(context.Background(), searchtest.Sphere, 10, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchbench.Sphere5, 10, 0); err != nil {
 				t.Error(err)
 			}
 		})
@@ -276,7 +277,7 @@ func TestJournalProcessCrash(t *testing.T) {
 	if len(ts) != 3 || studydata.CountStates(ts, studydata.Complete) != 2 || ts[2].State != studydata.Fail || len(ts[2].Params) != 5 {
 		t.Fatalf("after the crash: %d trials, trial 2 %v with %d params", len(ts), ts[2].State, len(ts[2].Params))
 	}
-	if err := s.OptimizeUntil(context.Background(), searchtest.Sphere, 5, 0); err != nil {
+	if err := s.OptimizeUntil(context.Background(), searchbench.Sphere5, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts, _ = s.Trials()
@@ -302,7 +303,7 @@ func TestJournalRefusesForeignFiles(t *testing.T) {
 				// Before the fix the file was taken; a study then wrote into it.
 				s, serr := search.NewStudy(search.Config{Name: "s", Sampler: search.NewRandomSampler(1), Storage: j, Logger: searchtest.Quiet})
 				if serr == nil {
-					s.Optimize(context.Background(), searchtest.Sphere, 1, 0)
+					s.Optimize(context.Background(), searchbench.Sphere5, 1, 0)
 				}
 				j.Close()
 				t.Errorf("OpenJournal took a %s", c.Name)
@@ -328,7 +329,7 @@ func TestJournalHeader(t *testing.T) {
 			os.WriteFile(path, nil, 0o644)
 		}
 		s := openStudy(t, path, "h", search.NewRandomSampler(1), nil)
-		if err := s.Optimize(context.Background(), searchtest.Sphere, 2, 0); err != nil {
+		if err := s.Optimize(context.Background(), searchbench.Sphere5, 2, 0); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(path)
@@ -384,7 +385,7 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 			if ts, _ := s.Trials(); len(ts) != c.trials {
 				t.Errorf("%d trials, want %d", len(ts), c.trials)
 			}
-			if err := s.Optimize(context.Background(), searchtest.Sphere, 1, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchbench.Sphere5, 1, 0); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(path)
@@ -422,7 +423,7 @@ func TestJournalRepairsOnlyItsCutShortTail(t *testing.T) {
 func TestJournalBadLinesSummarised(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.jsonl")
 	s := openStudy(t, path, "b", search.NewRandomSampler(1), nil)
-	if err := s.Optimize(context.Background(), searchtest.Sphere, 2, 0); err != nil {
+	if err := s.Optimize(context.Background(), searchbench.Sphere5, 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/searchbench"
 	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 
@@ -223,7 +224,7 @@ func TestPostgresStudyTPE(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			if err := s.Optimize(context.Background(), searchtest.Sphere, 20, 0); err != nil {
+			if err := s.Optimize(context.Background(), searchbench.Sphere5, 20, 0); err != nil {
 				t.Error(err)
 			}
 		})
@@ -246,7 +247,7 @@ func TestPostgresStudyTPE(t *testing.T) {
 		t.Errorf("TPE found nothing better than its random start-up trials: %v > %v", best.Value, first)
 	}
 	s2 := searchtest.NewStudy(t, search.Config{Name: "tpe", Sampler: searchtest.MustTPE(t, search.TPEOptions{Seed: 4}), Storage: openPG(t, u)})
-	if err := s2.OptimizeUntil(context.Background(), searchtest.Sphere, 45, 0); err != nil {
+	if err := s2.OptimizeUntil(context.Background(), searchbench.Sphere5, 45, 0); err != nil {
 		t.Fatal(err)
 	}
 	checkNumbers(t, s2.Storage(), "tpe", 45)
@@ -345,7 +346,7 @@ func TestPostgresProcessCrash(t *testing.T) {
 		!strings.Contains(ts[2].Message, "is gone") {
 		t.Fatalf("after the crash: %d trials, trial 2 %v %q with %d params", len(ts), ts[2].State, ts[2].Message, len(ts[2].Params))
 	}
-	if err := s.OptimizeUntil(context.Background(), searchtest.Sphere, 5, 0); err != nil {
+	if err := s.OptimizeUntil(context.Background(), searchbench.Sphere5, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	ts = checkNumbers(t, s.Storage(), "mp", 6)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/search/internal/searchtest"
+	"github.com/gomase/gomase/mase/search/searchbench"
 	"github.com/gomase/gomase/mase/search/storages"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
@@ -273,7 +274,7 @@ func TestStorageHelperProcess(t *testing.T) {
 	started := 0
 	err = s.Optimize(context.Background(), func(tr *search.Trial) (float64, error) {
 		started++
-		v, err := searchtest.Sphere(tr)
+		v, err := searchbench.Sphere5(tr)
 		if mode != "worker" && started == n {
 			os.Exit(3) // killed mid-trial: the trial stays Running
 		}

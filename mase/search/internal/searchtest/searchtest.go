@@ -4,7 +4,6 @@ package searchtest
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -80,19 +79,6 @@ func MixedObjective(fail, prune bool) search.Objective {
 		}
 		return v, nil
 	}
-}
-
-// Sphere is Σ (xᵢ − 1)² over five floats in [-5, 5].
-func Sphere(t *search.Trial) (float64, error) {
-	s := 0.0
-	for i := range 5 {
-		x, err := t.SuggestFloat(fmt.Sprintf("x%d", i), -5, 5)
-		if err != nil {
-			return 0, err
-		}
-		s += (x - 1) * (x - 1)
-	}
-	return s, nil
 }
 
 // Grid is a grid of 12 points over an int, a categorical and a float.
