@@ -1,19 +1,17 @@
 package labsetup
 
 import (
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
-	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/train"
 )
 
@@ -61,7 +59,7 @@ func (c *Cache) Save(key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("cache %s: %w", key, err)
 	}
-	return os.WriteFile(c.path(key, ".json"), append(js, '\n'), 0o644)
+	return atomicfile.Write(atomicfile.File{Path: c.path(key, ".json"), Data: append(js, '\n')})
 }
 
 // Has reports whether key is stored.
@@ -107,73 +105,27 @@ func (c *Cache) Start() (Start, error) {
 	return st, err
 }
 
-// splits is what the cache keeps of a dataset: every example's token ids
-// (untruncated) and label.
-type splits struct {
-	TrainIDs, TestIDs       [][]int32
-	TrainLabels, TestLabels []int32
-}
-
 // Splits returns o's training and test splits, tokenised with
 // bert-base-uncased: from the cache when an earlier cell stored them,
-// otherwise loaded (finetune.LoadSplits), tokenised and stored.
+// otherwise loaded and tokenised (Splits) and stored
+// (data.Pretokenized.WriteFile, read back with data.ReadPretokenized).
 func (c *Cache) Splits(o finetune.Options) (trainData, testData *data.Pretokenized, err error) {
-	file := c.path(fmt.Sprintf("splits_%s_%d_%d_%d", o.Dataset, o.Limit, o.EvalLimit, o.Seed), ".gob")
-	var s splits
-	if f, err := os.Open(file); err == nil {
-		defer f.Close()
-		if err := gob.NewDecoder(f).Decode(&s); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", file, err)
-		}
-		return fromIDs(s.TrainIDs, s.TrainLabels), fromIDs(s.TestIDs, s.TestLabels), nil
+	key := fmt.Sprintf("splits_%s_%d_%d_%d", o.Dataset, o.Limit, o.EvalLimit, o.Seed)
+	trainFile, testFile := c.path(key+"_train", ".tokens"), c.path(key+"_test", ".tokens")
+	trainData, err = data.ReadPretokenized(trainFile)
+	if err == nil {
+		testData, err = data.ReadPretokenized(testFile)
 	}
-	trainSplit, testSplit, err := finetune.LoadSplits(o)
-	if err != nil {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return trainData, testData, err
+	}
+	if trainData, testData, err = Splits(o); err != nil {
 		return nil, nil, err
 	}
-	tok, err := tokenizer.BertBaseUncased()
-	if err != nil {
+	if err := trainData.WriteFile(trainFile); err != nil {
 		return nil, nil, err
 	}
-	trainData, testData = data.Pretokenize(trainSplit.Examples, tok), data.Pretokenize(testSplit.Examples, tok)
-	s.TrainIDs, s.TrainLabels = idsAndLabels(trainData, trainSplit.Examples)
-	s.TestIDs, s.TestLabels = idsAndLabels(testData, testSplit.Examples)
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := gob.NewEncoder(f).Encode(s); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return trainData, testData, f.Close()
-}
-
-// idsAndLabels are p's token ids and the examples' labels.
-func idsAndLabels(p *data.Pretokenized, examples []data.Example) ([][]int32, []int32) {
-	ids, labels := make([][]int32, p.Len()), make([]int32, p.Len())
-	for i := range ids {
-		ids[i], labels[i] = p.IDs(i), int32(examples[i].Label)
-	}
-	return ids, labels
-}
-
-// fromIDs rebuilds a Pretokenized from stored ids: each example's text is
-// its index, which indexEncoder maps back to its ids.
-func fromIDs(ids [][]int32, labels []int32) *data.Pretokenized {
-	examples := make([]data.Example, len(ids))
-	for i := range examples {
-		examples[i] = data.Example{Text: strconv.Itoa(i), Label: int(labels[i]), Rating: -1}
-	}
-	return data.Pretokenize(examples, indexEncoder(ids))
-}
-
-// indexEncoder encodes the text "i" as the stored ids of example i.
-type indexEncoder [][]int32
-
-func (e indexEncoder) Encode(text string) []int32 {
-	i, _ := strconv.Atoi(text)
-	return e[i]
+	return trainData, testData, testData.WriteFile(testFile)
 }
 
 // Session is the compress.Session every experiment of a notebook shares:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
 	"github.com/gomase/gomase/mase/train"
@@ -134,7 +135,7 @@ func RecordStart(base string, pretrained bool, note string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(recordPath(base), append(js, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(atomicfile.File{Path: recordPath(base), Data: append(js, '\n')}); err != nil {
 		return fmt.Errorf("recording how %s started: %w", filepath.Base(base), err)
 	}
 	return nil
