@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/janpfeifer/must"
+
+	"github.com/gomase/gomase/internal/atomicfile"
 )
 
 // Facts is a notebook's cache of figures: a JSON file of name → text.
@@ -27,7 +29,7 @@ func (f Facts) Set(name, value string) {
 	all[name] = value
 	b, err := json.MarshalIndent(all, "", "  ")
 	must.M(err)
-	must.M(os.WriteFile(f.Path, append(b, '\n'), 0o644))
+	must.M(atomicfile.Write(atomicfile.File{Path: f.Path, Data: append(b, '\n')}))
 }
 
 // Get returns the fact recorded under name. A fact never recorded stops
