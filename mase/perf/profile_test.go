@@ -33,6 +33,9 @@ func TestProfileBertTiny(t *testing.T) {
 	}
 	mg := &ir.MaseGraph{Model: m, Graph: g}
 	in := bertTinyIDs(2, 16)
+	for _, x := range in {
+		defer x.FinalizeAll()
+	}
 	unit := func(*ir.Node) NodeCost { return NodeCost{Flops: 1, Bytes: 1} }
 	nodes := int64(len(g.Nodes()))
 	for _, mode := range []string{Eager, Compiled} {
@@ -170,6 +173,9 @@ func TestProfileModeOnItsOwnBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := bertTinyIDs(2, 16)
+	for _, x := range in {
+		defer x.FinalizeAll()
+	}
 	for _, mode := range []string{Compiled, Eager} {
 		p, _, _, err := ProfileMode(be, "bert-tiny b2×16", mode, m, []string{"input_ids"}, in, 1, nil)
 		if err != nil {
