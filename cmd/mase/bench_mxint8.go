@@ -4,10 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"time"
-
-	"github.com/gomlx/compute/dtypes/bfloat16"
 
 	"github.com/gomase/gomase/kernels/mxint8"
 	"github.com/gomase/gomase/mase/lab/labsetup"
@@ -20,15 +16,16 @@ import (
 type mxint8Throughput struct {
 	Values     int     `json:"values"`
 	GroupSize  int     `json:"group_size"`
-	Bytes      int     `json:"bytes_moved"` // packed input + bf16 output
+	Bytes      int     `json:"bytes_moved"`      // packed input + bf16 output
+	CopyBytes  int     `json:"copy_bytes_moved"` // the copy's reads + writes
 	KernelGBs  float64 `json:"dequantize_gb_per_s"`
 	CopyGBs    float64 `json:"copy_gb_per_s"`
 	KernelCopy float64 `json:"dequantize_over_copy"`
 }
 
 // runBenchMXInt8 is `mase bench mxint8`: the Go dequantisation kernel's
-// throughput next to a copy of the same number of bytes (each the median
-// of --reps timings, taken alternately so both see the same load), and
+// throughput next to a copy that moves as many bytes (perf.DequantThroughput:
+// each the median of --reps timings, taken alternately), and
 // the parameter memory of bert-tiny (and with --large a 12 × 768 BERT)
 // packed to MXINT8, Linear layers only and with the embeddings.
 func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
@@ -79,32 +76,13 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	vals := make([]float32, *n)
-	for i := range vals {
-		vals[i] = float32(rng.NormFloat64())
-	}
-	p, err := mxint8.Pack(vals, *gs)
+	rows, err := perf.DequantThroughput([]int{*n}, *gs, *reps)
 	if err != nil {
 		return err
 	}
-	out := make([]bfloat16.BFloat16, *n)
-	bytes := p.Bytes() + 2**n
-	src, dst := make([]byte, bytes), make([]byte, bytes)
-	var kt, ct []time.Duration
-	for range *reps {
-		start := time.Now()
-		if err := mxint8.Dequantize(out, p); err != nil {
-			return err
-		}
-		kt = append(kt, time.Since(start))
-		start = time.Now()
-		copy(dst, src)
-		ct = append(ct, time.Since(start))
-	}
-	gbs := func(ds []time.Duration) float64 { return float64(bytes) / perf.Summarise(ds).Median.Seconds() / 1e9 }
-	th := mxint8Throughput{Values: *n, GroupSize: *gs, Bytes: bytes, KernelGBs: gbs(kt), CopyGBs: gbs(ct)}
-	th.KernelCopy = th.KernelGBs / th.CopyGBs
+	r := rows[0]
+	th := mxint8Throughput{Values: r.Values, GroupSize: *gs, Bytes: r.Bytes, CopyBytes: r.CopyBytes, KernelGBs: r.KernelGBs, CopyGBs: r.CopyGBs,
+		KernelCopy: r.KernelOverCopy}
 	reports := []*labsetup.MemoryFigures{}
 	cfgs := []struct {
 		name string
@@ -127,8 +105,8 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return writeJSON(stdout, map[string]any{"throughput": th, "memory": reports})
 	}
-	fmt.Fprintf(stdout, "dequantize %d values (group %d, %d bytes moved): %.2f GB/s; copy of %d bytes: %.2f GB/s; ratio %.0f%%\n",
-		th.Values, th.GroupSize, th.Bytes, th.KernelGBs, th.Bytes, th.CopyGBs, 100*th.KernelCopy)
+	fmt.Fprintf(stdout, "dequantize %d values (group %d, %d bytes moved): %.2f GB/s; copy of %d bytes (%d moved, read + write): %.2f GB/s; ratio %.0f%%\n",
+		th.Values, th.GroupSize, th.Bytes, th.KernelGBs, th.CopyBytes/2, th.CopyBytes, th.CopyGBs, 100*th.KernelCopy)
 	for _, r := range reports {
 		fmt.Fprintln(stdout, r.String())
 	}

@@ -143,3 +143,27 @@ func TestKernelReports(t *testing.T) {
 		t.Errorf("graphs:\n%s", md)
 	}
 }
+
+// TestThroughputCountsTheBytesEachMoves pins what each rate divides by: the
+// dequantiser reads the mantissas and exponents and writes two bytes a value;
+// the copy baseline reads and writes half of that each, so both move as many.
+func TestThroughputCountsTheBytesEachMoves(t *testing.T) {
+	const n, group = 1 << 10, 32
+	rows, err := DequantThroughput([]int{n}, group, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if want := n + n/group + 2*n; r.Bytes != want {
+		t.Errorf("dequantisation moves %d bytes, counted %d", want, r.Bytes)
+	}
+	if r.CopyBytes != r.Bytes {
+		t.Errorf("the copy moves %d bytes, the dequantisation %d: the rates do not compare like with like", r.CopyBytes, r.Bytes)
+	}
+	if CopyMoves(100) != 200 {
+		t.Errorf("copy() of 100 bytes moves 200 (read + write), counted %d", CopyMoves(100))
+	}
+	if r.KernelGBs != GBs(r.Bytes, r.Kernel) || r.CopyGBs != GBs(r.CopyBytes, r.Copy) || r.LoopGBs != GBs(r.Bytes, r.Loop) {
+		t.Errorf("rates %+v are not the bytes each moves over its time", r)
+	}
+}
