@@ -249,7 +249,26 @@ const domCheckJS = `
   function where(e) { var s = e.closest('[id^="cell-"]'); return s ? s.id : ''; }
   function vis(e) { return e.checkVisibility ? e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) : true; }
   function isSvgSrc(s) { return /^data:image\/svg\+xml/i.test(s) || /\.svg([?#]|$)/i.test(s); }
-  var res = {svgs: [], broken: [], remote: []};
+  var res = {svgs: [], broken: [], remote: [], wide: []};
+  var W = document.documentElement.clientWidth;
+  function label(e) {
+    var t = e.querySelector('.gmw-title');
+    return (where(e) ? where(e) + ': ' : '') + (t ? '"' + t.textContent.slice(0, 80) + '"' : e.tagName.toLowerCase());
+  }
+  // Every figure lies inside the window's width, and a chart (not a zoomable drawing, which pans in its frame) inside its frame.
+  document.querySelectorAll('.gmw-figure').forEach(function (e) {
+    if (!vis(e)) return;
+    var r = e.getBoundingClientRect();
+    if (r.right > W + 1 || r.left < -1) res.wide.push(label(e) + ' spans x = ' + Math.round(r.left) + '…' + Math.round(r.right) + ' px of a ' + W + '-px window');
+    var v = e.querySelector('.gmw-view');
+    if (v && !e.classList.contains('gmw-zoom') && v.scrollWidth > v.clientWidth + 1)
+      res.wide.push(label(e) + ' is ' + v.scrollWidth + ' px wide in a ' + v.clientWidth + '-px frame');
+  });
+  document.querySelectorAll('svg').forEach(function (e) {
+    if ((e.parentElement && e.parentElement.closest('svg')) || e.closest('.gmw-figure') || !vis(e)) return;
+    var r = e.getBoundingClientRect();
+    if (r.width > 0 && (r.right > W + 1 || r.left < -1)) res.wide.push(label(e) + ' (an SVG) spans x = ' + Math.round(r.left) + '…' + Math.round(r.right) + ' px of a ' + W + '-px window');
+  });
   document.querySelectorAll('svg, img').forEach(function (e) {
     var r = e.getBoundingClientRect();
     if (e.tagName.toLowerCase() === 'svg') {
@@ -373,6 +392,7 @@ func inspect(ctx context.Context, htmlPath string, requireSVG bool) (*SVGCheck, 
 		} `json:"svgs"`
 		Broken []string `json:"broken"`
 		Remote []string `json:"remote"`
+		Wide   []string `json:"wide"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("check script result: %w", err)
@@ -385,6 +405,9 @@ func inspect(ctx context.Context, htmlPath string, requireSVG bool) (*SVGCheck, 
 	}
 	for _, r := range res.Remote {
 		check.Problems = append(check.Problems, "page tried to fetch "+r)
+	}
+	for _, w := range res.Wide {
+		check.Problems = append(check.Problems, "figure does not fit a 1280-px window: "+w)
 	}
 	if len(check.SVGs) == 0 {
 		if requireSVG {

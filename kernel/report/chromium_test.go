@@ -80,6 +80,13 @@ func TestCheckSVGVisibleFails(t *testing.T) {
 		{"hidden", `<div style="display:none">` + fixtureSVG + `</div>`, "is not visible in the page"},
 		{"empty", `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"></svg>`, "has no content"},
 		{"white", `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="120"><rect width="200" height="120" fill="#ffffff"/></svg>`, "non-white pixels"},
+		{"past the window", `<div style="width:1400px"><div style="margin-left:1300px">` + fixtureSVG + `</div></div>`, "does not fit a 1280-px window"},
+		{"figure past the window", `<div style="display:flex"><div class="gmw-figure" style="width:900px;flex:none">` + fixtureSVG +
+			`</div><div class="gmw-figure" style="width:900px;flex:none"><div class="gmw-title">second</div>` + fixtureSVG + `</div></div>`,
+			`"second" spans x = 908…1808 px of a 1280-px window`},
+		{"chart wider than its frame", `<div class="gmw-figure"><div class="gmw-view" style="width:300px;overflow:auto">` +
+			`<svg xmlns="http://www.w3.org/2000/svg" width="600" height="120"><rect width="600" height="120" fill="#e0157a"/></svg></div></div>`,
+			"is 600 px wide in a 300-px frame"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

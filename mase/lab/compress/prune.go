@@ -92,5 +92,5 @@ func SparsityChart(points []SparsityPoint, baseline float64, withPruned bool) pl
 		}
 	}
 	return plot.Chart{Title: "Pruning sweep (weights and activations, local)", XLabel: "sparsity", YLabel: "test accuracy",
-		Series: series, Points: true, LegendBottom: true, LegendLeft: true}
+		Series: series, Points: true}
 }

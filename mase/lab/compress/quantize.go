@@ -157,5 +157,5 @@ func WidthChart(points []WidthPoint, baseline float64) plot.Chart {
 		base.X, base.Y = append(base.X, x), append(base.Y, baseline)
 	}
 	return plot.Chart{Title: "Fixed-point width sweep (frac = width/2)", XLabel: "width (bits)", YLabel: "test accuracy",
-		Series: []plot.Series{ptq, qat, base}, Points: true, LegendBottom: true}
+		Series: []plot.Series{ptq, qat, base}, Points: true}
 }

@@ -28,9 +28,16 @@ type Series struct {
 	// i-th series of the chart. Giving a scatter series and a line the same
 	// colour ties them together visually.
 	Color color.Color
+	// Dashed draws the line dashed, so that a line drawn over another one
+	// where they coincide leaves the first one visible. The i-th series of
+	// a chart with more series than the palette's colours is dashed too
+	// from the second round of colours on (PaletteDashed).
+	Dashed bool
 }
 
-// Chart describes a line chart; its series may also be scatter series.
+// Chart describes a line chart; its series may also be scatter series. The
+// legend of its named series is drawn beside the data, right of it, so it
+// never covers a line or a point.
 // The y axis spans the data and 5% more above and below (data of a single
 // y value first get a tenth of it, or 1 for 0, on either side); the x axis
 // spans the data exactly, or 5% more on either side when the chart has
@@ -43,11 +50,6 @@ type Chart struct {
 	// Points marks every data point of the line series too (sweeps with
 	// few points). Scatter series always have markers.
 	Points bool
-	// LegendBottom puts the legend at the bottom right instead of the top
-	// right (curves that rise to the top, such as accuracy).
-	LegendBottom bool
-	// LegendLeft puts the legend on the left instead of the right.
-	LegendLeft bool
 	// IntegerX labels the x axis with whole numbers only (trial numbers,
 	// steps, bit widths), at a step of 1, 2, 5, 10, 20, … units. A chart
 	// whose x values are all whole numbers gets such an axis without it.
@@ -57,19 +59,30 @@ type Chart struct {
 	LogLog bool
 }
 
-// palette holds readable, distinct line colours.
+// palette holds ten readable, distinct line colours (the "category 10"
+// scheme of matplotlib and D3).
 var palette = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff},
 	{0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
+	{0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}, {0xbc, 0xbd, 0x22, 0xff},
+	{0x17, 0xbe, 0xcf, 0xff},
 }
 
 // PaletteColor returns the i-th colour of the charts' palette (it repeats
-// after six colours): the colour LineSVG gives the i-th series, or BarSVG
+// after ten colours): the colour LineSVG gives the i-th series, or BarSVG
 // the i-th group, when it sets none.
 func PaletteColor(i int) color.Color {
 	n := len(palette)
 	return palette[(i%n+n)%n]
 }
+
+// PaletteDashed reports whether LineSVG dashes the i-th series' line: from
+// the second round of the palette's colours on, so that no two lines of a
+// chart of up to twenty look alike.
+func PaletteDashed(i int) bool { return i >= len(palette) }
+
+// dashes is the dash pattern of a dashed line.
+var dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 
 // size returns the canvas size for width and height in centimetres, with
 // the defaults for values ≤ 0.
@@ -86,11 +99,16 @@ func size(width, height, defHeight float64) (w, h vg.Length) {
 // render draws p on a w × h canvas in format (as gonum names it: "svg") and
 // returns the file's bytes; SVG text drawn by svgText gets its anchor.
 func render(p *gplot.Plot, w, h vg.Length, format string) ([]byte, error) {
+	return renderWith(p, w, h, format, (*gplot.Plot).Draw)
+}
+
+// renderWith is render with drawPlot drawing p on the whole canvas.
+func renderWith(p *gplot.Plot, w, h vg.Length, format string, drawPlot func(*gplot.Plot, draw.Canvas)) ([]byte, error) {
 	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
 	}
-	p.Draw(draw.New(c))
+	drawPlot(p, draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
@@ -112,7 +130,35 @@ func LineSVG(c Chart) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render(p, w, h, "svg")
+	return renderWith(p, w, h, "svg", drawLegendBeside)
+}
+
+// legendGap is the space between the data area and a legend beside it.
+var legendGap = vg.Points(8)
+
+// drawLegendBeside draws p with its legend right of the data area, at the
+// top, instead of inside it: the data area is narrowed by the legend's
+// width, and the title stays centred over the whole chart.
+func drawLegendBeside(p *gplot.Plot, dc draw.Canvas) {
+	legend := p.Legend
+	width := legend.Rectangle(dc).Size().X
+	if width == 0 { // no named series
+		p.Draw(dc)
+		return
+	}
+	title, top := p.Title.Text, vg.Length(0)
+	if title != "" {
+		descent := p.Title.TextStyle.FontExtents().Descent
+		dc.FillText(p.Title.TextStyle, vg.Point{X: dc.Center().X, Y: dc.Max.Y + descent}, title)
+		top = p.Title.TextStyle.Rectangle(title).Size().Y + p.Title.Padding
+	}
+	p.Title.Text = ""
+	p.Legend = gplot.NewLegend()
+	p.Legend.TextStyle = legend.TextStyle
+	p.Draw(draw.Crop(dc, 0, -(width + legendGap), 0, -top))
+	p.Title.Text, p.Legend = title, legend
+	legend.Top, legend.Left = true, true
+	legend.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-width, 0, 0, -top))
 }
 
 // integerX reports whether the chart's x axis gets only whole-number ticks:
@@ -163,6 +209,9 @@ func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 			}
 			line.Color = col
 			line.Width = vg.Points(1.5)
+			if s.Dashed || PaletteDashed(i) {
+				line.Dashes = dashes
+			}
 			p.Add(line)
 			thumbs = append(thumbs, line)
 		}
@@ -212,8 +261,6 @@ func (c Chart) build() (p *gplot.Plot, w, h vg.Length, err error) {
 		p.X.Min, p.X.Max = padRange(p.X.Min, p.X.Max, xpad, intX)
 		p.Y.Min, p.Y.Max = padRange(p.Y.Min, p.Y.Max, rangePad, false)
 	}
-	p.Legend.Top = !c.LegendBottom
-	p.Legend.Left = c.LegendLeft
 	w, h = size(c.Width, c.Height, 9)
 	return p, w, h, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"html"
+	"image/color"
 	"io"
 	"math"
 	"regexp"
@@ -95,8 +97,15 @@ func TestFormatValue(t *testing.T) {
 }
 
 func TestPaletteColor(t *testing.T) {
-	if PaletteColor(0) != PaletteColor(6) || PaletteColor(0) == PaletteColor(1) || PaletteColor(-1) != PaletteColor(5) || PaletteColor(math.MinInt) == nil {
-		t.Error("palette does not cycle through six distinct colours")
+	seen := map[any]bool{}
+	for i := range 10 {
+		seen[PaletteColor(i)] = true
+	}
+	if len(seen) != 10 || PaletteColor(0) != PaletteColor(10) || PaletteColor(-1) != PaletteColor(9) || PaletteColor(math.MinInt) == nil {
+		t.Error("palette does not cycle through ten distinct colours")
+	}
+	if PaletteDashed(9) || !PaletteDashed(10) {
+		t.Error("the second round of colours is not dashed")
 	}
 }
 
@@ -303,7 +312,7 @@ func TestSVGTextAnchors(t *testing.T) {
 	checkXML(t, svg)
 	texts, _, _ := svgTexts(t, svg)
 	byName := textByName(texts)
-	for name, want := range map[string]string{"a title": "middle", "x": "middle", "y": "middle", "left": "end", "0.50": "end", "14": "middle"} {
+	for name, want := range map[string]string{"a title": "middle", "x": "middle", "y": "middle", "left": "", "0.50": "end", "14": "middle"} {
 		if e, ok := byName[name]; !ok || e.Anchor != want {
 			t.Errorf("text %q: present %v, text-anchor %q, want %q", name, ok, e.Anchor, want)
 		}
@@ -433,5 +442,74 @@ func TestLogLogChart(t *testing.T) {
 	c.Series[1].Y[0] = 0
 	if _, err := LineSVG(c); err == nil || !strings.Contains(err.Error(), "positive values only") {
 		t.Errorf("a zero on a log axis: %v", err)
+	}
+}
+
+var svgPathRe = regexp.MustCompile(`<path d="([^"]*)" style="([^"]*)"`)
+
+// strokedPoints returns the points of every path of svg stroked in col
+// ("#1F77B4") with at least minPoints points, in canvas coordinates.
+func strokedPoints(svg []byte, col string, minPoints int) [][2]float64 {
+	var pts [][2]float64
+	num := regexp.MustCompile(`[ML]\s*(-?[0-9.]+)[ ,](-?[0-9.]+)`)
+	for _, m := range svgPathRe.FindAllSubmatch(svg, -1) {
+		if !strings.Contains(string(m[2]), "stroke:"+col) {
+			continue
+		}
+		ms := num.FindAllSubmatch(m[1], -1)
+		if len(ms) < minPoints {
+			continue
+		}
+		for _, p := range ms {
+			x, _ := strconv.ParseFloat(string(p[1]), 64)
+			y, _ := strconv.ParseFloat(string(p[2]), 64)
+			pts = append(pts, [2]float64{x, y})
+		}
+	}
+	return pts
+}
+
+// TestLegendBesideTheData: the legend's entries start right of every point
+// of every line, even when the lines end in the top right corner, where a
+// legend inside the data area would sit; dashed lines are dashed.
+func TestLegendBesideTheData(t *testing.T) {
+	x := []float64{1, 2, 3, 4, 5}
+	var series []Series
+	for i := range 12 {
+		y := make([]float64, len(x))
+		for j := range x {
+			y[j] = 0.5 + 0.1*float64(j) + 0.001*float64(i)
+		}
+		series = append(series, Series{Name: fmt.Sprintf("format %d", i), X: x, Y: y})
+	}
+	svg, err := LineSVG(Chart{Title: "twelve curves", XLabel: "trial", YLabel: "accuracy", Series: series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkXML(t, svg)
+	texts, w, _ := svgTexts(t, svg)
+	byName := textByName(texts)
+	right := 0.0
+	for i := range series {
+		c := PaletteColor(i).(color.RGBA)
+		pts := strokedPoints(svg, fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B), len(x))
+		if len(pts) == 0 {
+			t.Fatalf("series %d drew no line", i)
+		}
+		for _, p := range pts {
+			right = math.Max(right, p[0])
+		}
+	}
+	for _, s := range series {
+		e, ok := byName[s.Name]
+		if !ok {
+			t.Fatalf("legend entry %q missing", s.Name)
+		}
+		if e.X <= right || e.X >= w {
+			t.Errorf("legend entry %q starts at x = %.1f; the lines reach %.1f and the canvas ends at %.1f", s.Name, e.X, right, w)
+		}
+	}
+	if n := strings.Count(string(svg), "stroke-dasharray"); n < 2 {
+		t.Errorf("%d dashed paths, want the two lines past the palette's ten colours (and their legend thumbnails)", n)
 	}
 }

@@ -187,7 +187,7 @@ func RooflineSVG(pk *perf.Peaks, profiles ...*perf.RunProfile) ([]byte, error) {
 	roof := plot.Series{Name: fmt.Sprintf("roof: %.0f GB/s, %.0f GFLOP/s", pk.CopyGBs, pk.MatmulGFlops),
 		X: []float64{lo, pk.Ridge, hi}, Y: []float64{lo * pk.CopyGBs, pk.MatmulGFlops, pk.MatmulGFlops}, Color: plotGrey}
 	return plot.LineSVG(plot.Chart{Title: fmt.Sprintf("Roofline (ridge at %.1f FLOP/byte)", pk.Ridge),
-		XLabel: "arithmetic intensity (FLOP/byte)", YLabel: "GFLOP/s", LogLog: true, LegendBottom: true,
+		XLabel: "arithmetic intensity (FLOP/byte)", YLabel: "GFLOP/s", LogLog: true,
 		Series: append([]plot.Series{roof}, series...)})
 }
 

@@ -1,7 +1,9 @@
 package searchplot
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/ui/widget"
@@ -33,4 +35,20 @@ func NASTable(name string, trials []search.FrozenTrial, attrs ...string) (*widge
 		}
 	}
 	return tbl, nil
+}
+
+// ParamsText writes a trial's parameters as "name = value" pairs sorted by
+// name, one pair a line, for a cell's output (a Go map prints as
+// map[k:v …] on one line).
+func ParamsText(params map[string]any) string {
+	names := make([]string, 0, len(params))
+	for k := range params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, "  %s = %v\n", k, params[k])
+	}
+	return b.String()
 }

@@ -187,15 +187,18 @@ func BestSoFarOf(trials []search.FrozenTrial, dir search.Direction, m Metric) (x
 // far", the x axis ticked at whole trial numbers only (IntegerX); set the
 // chart's YLabel for another metric. WithMetric plots a metric other than
 // the objective value. A study with no Complete trial has an empty series,
-// which plot.LineSVG leaves out, legend entry included. For Maximize the
-// legend sits at the bottom right, out of the way of the rising curves.
+// which plot.LineSVG leaves out, legend entry included. Every other line is
+// dashed, so curves that coincide stay visible.
 func BestSoFarChart(title string, dir search.Direction, studies []Named, opts ...Option) plot.Chart {
 	o := newOptions(opts)
-	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "best accuracy so far", LegendBottom: dir == search.Maximize,
+	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "best accuracy so far",
 		IntegerX: true}
-	for _, s := range studies {
+	for i, s := range studies {
 		x, y := BestSoFarOf(s.Trials, dir, o.metric)
-		c.Series = append(c.Series, plot.Series{Name: s.Name, X: x, Y: y})
+		// Studies that share their first trials (one seed, two samplers)
+		// share their first steps too: every other line is dashed, so the
+		// one drawn last does not hide the other.
+		c.Series = append(c.Series, plot.Series{Name: s.Name, X: x, Y: y, Dashed: i%2 == 1})
 	}
 	return c
 }
@@ -208,16 +211,10 @@ func BestSoFarChart(title string, dir search.Direction, studies []Named, opts ..
 // the objective value; WithBestSoFar adds each study's best-so-far line, in
 // its colour and without a legend entry of its own. A study with no
 // Complete trial has empty series, which plot.LineSVG leaves out, legend
-// entry included. The legend sits at the top left (bottom left with
-// WithBestSoFar(search.Minimize)), above the best-so-far lines where no
-// point can be.
+// entry included.
 func TrialScatterChart(title string, studies []Named, opts ...Option) plot.Chart {
 	o := newOptions(opts)
-	// Every point lies on the worse side of its study's best-so-far line,
-	// which starts at its worst on the left: the top left corner (bottom
-	// left when minimising) is the emptiest, so the legend goes there.
-	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "accuracy", LegendLeft: true,
-		LegendBottom: o.bestSoFar && o.dir == search.Minimize, IntegerX: true}
+	c := plot.Chart{Title: title, XLabel: "trial", YLabel: "accuracy", IntegerX: true}
 	var lines []plot.Series
 	for i, s := range studies {
 		col := plot.PaletteColor(i)

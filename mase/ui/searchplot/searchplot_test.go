@@ -135,7 +135,7 @@ func TestBestSoFarChart(t *testing.T) {
 	studies := []Named{{Name: "TPE", Trials: mixed()}, {Name: "random", Trials: []search.FrozenTrial{trial(0, search.Complete, 0.2, nil), trial(1, search.Complete, 0.95, nil)}},
 		{Name: "grid (all failed)", Trials: []search.FrozenTrial{trial(0, search.Fail, 0, nil)}}}
 	c := BestSoFarChart("Task 1: best-so-far accuracy vs trial", search.Maximize, studies)
-	if c.XLabel != "trial" || c.YLabel != "best accuracy so far" || !c.LegendBottom || len(c.Series) != 3 {
+	if c.XLabel != "trial" || c.YLabel != "best accuracy so far" || len(c.Series) != 3 || c.Series[0].Dashed || !c.Series[1].Dashed {
 		t.Fatalf("chart = %+v", c)
 	}
 	if s := c.Series[1]; s.Name != "random" || !reflect.DeepEqual(s.Y, []float64{0.2, 0.95}) || s.Scatter {
@@ -151,7 +151,7 @@ func TestBestSoFarChart(t *testing.T) {
 	}
 
 	c = BestSoFarChart("per precision", search.Minimize, studies[:1], WithMetric(UserAttr("accuracy")))
-	if c.LegendBottom || !reflect.DeepEqual(c.Series[0].Y, []float64{0.6, 0.6, 0.6, 0.6, 0.6}) {
+	if !reflect.DeepEqual(c.Series[0].Y, []float64{0.6, 0.6, 0.6, 0.6, 0.6}) {
 		t.Errorf("minimize accuracy chart = %+v", c)
 	}
 
@@ -208,7 +208,7 @@ func TestTrialScatterChart(t *testing.T) {
 	}
 
 	c = TrialScatterChart("trials and best", studies, WithBestSoFar(search.Maximize), WithMetric(UserAttr("accuracy")))
-	if len(c.Series) != 4 || c.LegendBottom || !c.LegendLeft {
+	if len(c.Series) != 4 {
 		t.Fatalf("chart with best-so-far lines = %+v", c)
 	}
 	if s := c.Series[0]; !reflect.DeepEqual(s.Y, []float64{0.6, 0.8, 0.7}) {
@@ -221,9 +221,6 @@ func TestTrialScatterChart(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c.Series[2].Y, []float64{0.6, 0.8, 0.8, 0.8, 0.8}) {
 		t.Errorf("accuracy best-so-far = %v", c.Series[2].Y)
-	}
-	if c := TrialScatterChart("min", studies, WithBestSoFar(search.Minimize)); !c.LegendBottom || !c.LegendLeft {
-		t.Errorf("minimising scatter legend: bottom %v left %v, want bottom left", c.LegendBottom, c.LegendLeft)
 	}
 	svg, err = plot.LineSVG(c)
 	// The random study has no accuracy attribute: no points, no entry.
@@ -279,5 +276,13 @@ func TestLayerTypeCounts(t *testing.T) {
 		if _, err := LayerTypeCounts(search.FrozenTrial{Number: 7, UserAttrs: attrs}); err == nil || !strings.Contains(err.Error(), "trial 7") {
 			t.Errorf("%v: err = %v, want an error naming the trial", attrs, err)
 		}
+	}
+}
+
+func TestParamsText(t *testing.T) {
+	got := ParamsText(map[string]any{"num_layers": 1, "hidden_size": 0, "bert.pooler.dense_type": "linear"})
+	want := "  bert.pooler.dense_type = linear\n  hidden_size = 0\n  num_layers = 1\n"
+	if got != want {
+		t.Errorf("ParamsText = %q, want %q", got, want)
 	}
 }
