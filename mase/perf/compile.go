@@ -77,6 +77,9 @@ type ModeTiming struct {
 	LabMean map[int]time.Duration `json:"lab_mean_ns"`
 	// Calls are every call's duration, in order.
 	Calls []time.Duration `json:"-"`
+	// FirstParts splits the first call (nil when the runner cannot record
+	// its calls on a timeline).
+	FirstParts *FirstCallParts `json:"first_call_parts,omitempty"`
 }
 
 // Comparison is compiled vs eager on one workload.
@@ -160,13 +163,29 @@ func Compare(workload string, newRunner func(mode string) (execute.Runner, error
 			o.Progress(mode, calls)
 		}
 	}
-	times, err := TimeInterleaved(runners, inputs, calls)
+	hooks := make([]func(int), len(runners))
+	splits := make([]func() (*FirstCallParts, error), len(runners))
+	for i, r := range runners {
+		hooks[i], splits[i] = recordFirstAndLast(r, calls)
+	}
+	times, err := timeInterleaved(runners, inputs, calls, hooks)
 	if err != nil {
 		return nil, fmt.Errorf("perf: %w", err)
 	}
 	for i, mode := range modes {
 		mt := ModeTiming{Mode: mode, LabMean: map[int]time.Duration{}, Calls: times[i]}
 		mt.First = mt.Calls[0]
+		if splits[i] != nil {
+			p, err := splits[i]()
+			if err != nil {
+				return nil, fmt.Errorf("perf: %s: %w", mode, err)
+			}
+			// The timed call also brought its outputs to the host: the rest
+			// is counted against the time the lab's figure uses.
+			p.Total = mt.First
+			p.Rest = max(0, p.Total-p.Building-p.Executing-p.Host)
+			mt.FirstParts = p
+		}
 		mt.Steady = Summarise(mt.Calls[max(1, o.Warmup):])
 		for _, n := range c.Iters {
 			var sum time.Duration
@@ -257,12 +276,21 @@ func (c *Comparison) Format() string {
 // first (as PyTorch timings keep theirs on the GPU): inputs still on the
 // host are uploaded, and freed again, by every call.
 func TimeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor, calls int) ([][]time.Duration, error) {
+	return timeInterleaved(runners, inputs, calls, nil)
+}
+
+// timeInterleaved is TimeInterleaved calling before[k](i), when set, just
+// before runner k's call i (untimed).
+func timeInterleaved(runners []execute.Runner, inputs map[string]*tensors.Tensor, calls int, before []func(call int)) ([][]time.Duration, error) {
 	if calls < 1 {
 		return nil, fmt.Errorf("%d calls: want at least one", calls)
 	}
 	times := make([][]time.Duration, len(runners))
 	for i := 0; i < calls; i++ {
 		for k, r := range runners {
+			if k < len(before) && before[k] != nil {
+				before[k](i)
+			}
 			start := time.Now()
 			outs, err := r.Run(inputs)
 			if err == nil {

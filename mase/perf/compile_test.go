@@ -8,7 +8,11 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/gomase/gomase/internal/modeltest"
+	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
+	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/trace"
 )
 
 func TestSummarise(t *testing.T) {
@@ -122,5 +126,51 @@ func TestTimeInterleavedTakesTurns(t *testing.T) {
 	}
 	if _, err := TimeInterleaved([]execute.Runner{&logged{"a", &log}}, nil, 0); err == nil {
 		t.Error("no error for 0 calls")
+	}
+}
+
+// TestCompareSplitsTheFirstCall: on real runners, the first call of each
+// mode is split into its parts, which add up to it, and the findings name
+// them.
+func TestCompareSplitsTheFirstCall(t *testing.T) {
+	be := modeltest.Backend(t)
+	m, err := models.NewBertTiny(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRunner := func(mode string) (execute.Runner, error) {
+		mg, err := trace.NewMaseGraph(m, []string{"input_ids"})
+		if err != nil {
+			return nil, err
+		}
+		if mode == Compiled {
+			r, _, err := compileopt.NewCompiled(be, mg, execute.Mode{}, compileopt.Names())
+			return r, err
+		}
+		return execute.NewEagerOn(be, mg, execute.Mode{})
+	}
+	ids := tensors.FromFlatDataAndDimensions(make([]int32, 2*16), 2, 16)
+	defer ids.FinalizeAll()
+	c, err := Compare("bert-tiny 2×16", newRunner, map[string]*tensors.Tensor{"input_ids": ids}, Options{Iters: []int{2, 4}, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mt := range c.Modes {
+		p := mt.FirstParts
+		if p == nil {
+			t.Fatalf("%s: the first call was not split", mt.Mode)
+		}
+		if p.Total != mt.First || p.Executables < 1 || p.Building <= 0 || p.Building+p.Executing+p.Host+p.Rest != p.Total {
+			t.Errorf("%s: parts %+v do not add up to the first call %v", mt.Mode, p, mt.First)
+		}
+		if p.Last.Total <= 0 || p.BuiltSteady <= 0 {
+			t.Errorf("%s: the last call was not recorded: %+v", mt.Mode, p.Last)
+		}
+	}
+	if p := c.Mode(Compiled).FirstParts; p.Host <= 0 {
+		t.Errorf("compiled with the kernel rewrites ran no host kernel in its first call: %+v", p)
+	}
+	if f := c.Findings(); !strings.Contains(f, "calls that built an executable") || !strings.Contains(f, "into host kernels") {
+		t.Errorf("findings do not split the first call:\n%s", f)
 	}
 }

@@ -11,6 +11,7 @@
 package ui
 
 import (
+	"github.com/gomlx/gomlx/core/tensors"
 	"io"
 	"log/slog"
 
@@ -116,3 +117,7 @@ func ShowPasses(level slog.Level) { passlog.Show(level) }
 // PassLogger returns a logger writing MASE-style lines to w from level
 // up, for a pass written in a notebook.
 func PassLogger(w io.Writer, level slog.Level) *slog.Logger { return passlog.New(w, level) }
+
+// TensorText writes a tensor as its shape and values, long rows elided, as
+// PyTorch prints one (display.TensorText).
+func TensorText(t *tensors.Tensor) string { return display.TensorText(t) }

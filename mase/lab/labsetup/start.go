@@ -165,11 +165,8 @@ func StartOf(base string) (pretrainedStart bool, how string, err error) {
 	if err != nil {
 		return false, "", err
 	}
-	how = "Tutorial 2 starts from the pretrained weights when it can have them, and "
-	if m != nil {
-		return true, how + "they can be had (" + note + ")", nil
-	}
-	return false, how + "they cannot (" + note + ")", nil
+	how = "Tutorial 2 starts from the pretrained weights when it can have them; here: " + note
+	return m != nil, how, nil
 }
 
 // datasetNames are the datasets' names as a student reads them.
@@ -190,4 +187,20 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// IMDbTrainReviews is the size of IMDb's training split, all of which the
+// full scale trains on.
+const IMDbTrainReviews = 25000
+
+// StartTraining says what Tutorial 2 fine-tunes the labs' starting model
+// on at this scale (Options): "SST-2, 4,000 training examples at 64 tokens"
+// at standard scale, "IMDb, 25,000 training examples at 512 tokens" at full.
+func StartTraining() string {
+	o := Options()
+	n := o.Limit
+	if n == 0 && o.Dataset == "imdb" {
+		n = IMDbTrainReviews
+	}
+	return fmt.Sprintf("%s, %s training examples at %d tokens", cmp.Or(datasetNames[o.Dataset], o.Dataset), thousands(n), o.MaxLen)
 }

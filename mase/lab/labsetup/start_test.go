@@ -212,3 +212,16 @@ func TestRunSetting(t *testing.T) {
 		}
 	}
 }
+
+func TestStartTraining(t *testing.T) {
+	for sc, want := range map[string]string{
+		"quick":    "SST-2, 2,000 training examples at 64 tokens",
+		"standard": "SST-2, 4,000 training examples at 64 tokens",
+		"full":     "IMDb, 25,000 training examples at 512 tokens",
+	} {
+		t.Setenv("GOMASE_SCALE", sc)
+		if got := StartTraining(); got != want {
+			t.Errorf("%s: StartTraining() = %q, want %q", sc, got, want)
+		}
+	}
+}
