@@ -2,6 +2,7 @@ package perf
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/models"
+	"github.com/gomase/gomase/mase/timeline"
 	"github.com/gomase/gomase/mase/trace"
 )
 
@@ -172,5 +174,24 @@ func TestCompareSplitsTheFirstCall(t *testing.T) {
 	}
 	if f := c.Findings(); !strings.Contains(f, "calls that built an executable") || !strings.Contains(f, "into host kernels") {
 		t.Errorf("findings do not split the first call:\n%s", f)
+	}
+}
+
+// TestFirstCallOfOneComputation: a runner of one computation records its
+// executable call and no run span; its first call is split all the same.
+func TestFirstCallOfOneComputation(t *testing.T) {
+	ms := time.Millisecond
+	first := []timeline.Event{{Cat: execute.CatCompile, Name: "compiled graph", Dur: 90 * ms}}
+	last := []timeline.Event{{Cat: execute.CatExecute, Name: "compiled graph", Dur: 10 * ms}}
+	p, err := splitFirstCall(first, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Building != 90*ms || p.BuiltSteady != 10*ms || p.Compiling() != 80*ms || p.Executables != 1 || p.Last.Total != 10*ms {
+		t.Errorf("parts %+v", p)
+	}
+	two := append(slices.Clone(first), timeline.Event{Cat: execute.CatRun}, timeline.Event{Cat: execute.CatRun})
+	if _, err := splitFirstCall(two, last); err == nil {
+		t.Error("two run spans in one call accepted")
 	}
 }

@@ -70,8 +70,10 @@ func recordFirstAndLast(r execute.Runner, calls int) (before func(call int), par
 	return before, parts
 }
 
-// splitFirstCall splits the spans of a first and a last call (each one
-// execute.CatRun span holding the stage spans) into FirstCallParts.
+// splitFirstCall splits the spans of a first and a last call into
+// FirstCallParts: each call is one execute.CatRun span holding its stage
+// spans, or, from a runner of one computation (execute.Compiled), that
+// computation's span alone.
 func splitFirstCall(first, last []timeline.Event) (*FirstCallParts, error) {
 	f, lastParts := &FirstCallParts{}, CallParts{}
 	steady := map[string]time.Duration{} // stage name → its time in the last call
@@ -90,8 +92,17 @@ func splitFirstCall(first, last []timeline.Event) (*FirstCallParts, error) {
 				built(e)
 			}
 		}
-		if runs != 1 {
-			return fmt.Errorf("perf: a recorded call holds %d run spans, want 1", runs)
+		switch runs {
+		case 0: // a runner of one computation records only its executable call
+			p.Total = p.Executing + p.Host
+			for _, e := range events {
+				if e.Cat == execute.CatCompile {
+					p.Total += e.Dur
+				}
+			}
+		case 1:
+		default:
+			return fmt.Errorf("perf: a recorded call holds %d run spans, want at most 1", runs)
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,6 +18,15 @@ func Dur(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.3g µs", float64(d)/1e3)
 	}
+}
+
+// Percent writes a share as a percentage with two significant digits
+// below 10% ("0.31%", "4.2%") and none above ("37%").
+func Percent(share float64) string {
+	if p := 100 * share; p < 10 {
+		return strconv.FormatFloat(p, 'g', 2, 64) + "%"
+	}
+	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
 // Median is the median of ds (Summarise's).
@@ -125,9 +135,13 @@ func firstCallWhy(mt *ModeTiming) string {
 	if p == nil {
 		return head + " (This runner cannot record its calls, so the first call is not split into its parts.)"
 	}
-	s := head + fmt.Sprintf(" Of it, %s went into the %d calls that built an executable (building that stage's GoMLX graph, "+
+	calls := fmt.Sprintf("the %d calls that built an executable", p.Executables)
+	if p.Executables == 1 {
+		calls = "the one call that built its executable"
+	}
+	s := head + fmt.Sprintf(" Of it, %s went into %s (building that stage's GoMLX graph, "+
 		"compiling it and running it once; the same stages run in %s in the last call, so building and compiling took about %s)",
-		Dur(p.Building), p.Executables, Dur(p.BuiltSteady), Dur(p.Compiling()))
+		Dur(p.Building), calls, Dur(p.BuiltSteady), Dur(p.Compiling()))
 	if p.Executing > 0 {
 		s += fmt.Sprintf(", %s into executables already built in the same call", Dur(p.Executing))
 	}

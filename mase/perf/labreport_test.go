@@ -94,6 +94,13 @@ func TestRewritesAndPacked(t *testing.T) {
 	if md, f := a.Markdown(), a.Findings(); !strings.Contains(md, "compiled, every rewrite but "+a.LeftOut[0]) || !strings.Contains(f, "`"+a.LeftOut[0]+"`") {
 		t.Errorf("table or findings lack %s:\n%s\n%s", a.LeftOut[0], md, f)
 	}
+	total, rewrites, compiling, _ := a.SpeedupParts()
+	if d := total - rewrites*compiling; d > 1e-9*total || d < -1e-9*total {
+		t.Errorf("speed-up %v is not the product of its parts %v × %v", total, rewrites, compiling)
+	}
+	if f := a.Findings(); !strings.Contains(f, "the rewrites' part") {
+		t.Errorf("findings do not split the speed-up:\n%s", f)
+	}
 	p, err := PackedRewrite(be, "packed", m, []string{"input_ids"}, inputs, 32, 0, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +172,13 @@ func TestThroughputCountsTheBytesEachMoves(t *testing.T) {
 	}
 	if r.KernelGBs != GBs(r.Bytes, r.Kernel) || r.CopyGBs != GBs(r.CopyBytes, r.Copy) || r.LoopGBs != GBs(r.Bytes, r.Loop) {
 		t.Errorf("rates %+v are not the bytes each moves over its time", r)
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for share, want := range map[float64]string{0.0031: "0.31%", 0.042: "4.2%", 0.37: "37%", 0: "0%", 1: "100%"} {
+		if got := Percent(share); got != want {
+			t.Errorf("Percent(%v) = %q, want %q", share, got, want)
+		}
 	}
 }

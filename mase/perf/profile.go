@@ -65,17 +65,21 @@ type CompileRecord struct {
 // RunProfile is a profile of one runner: the first run (which compiles)
 // and Runs timed runs after it.
 type RunProfile struct {
-	Mode             string          `json:"mode"`
-	Workload         string          `json:"workload"`
-	Flops            int64           `json:"flops"` // one forward
-	ElementwiseFlops int64           `json:"elementwise_flops"`
-	Bytes            int64           `json:"bytes"`
-	Runs             int             `json:"runs"`
-	FirstRunS        float64         `json:"first_run_s"`
-	WallS            float64         `json:"wall_s"` // mean of the timed runs
-	Stages           []StageProfile  `json:"nodes"`
-	Compiles         []CompileRecord `json:"compiles"`
-	Executables      int             `json:"executables"`
+	Mode             string  `json:"mode"`
+	Workload         string  `json:"workload"`
+	Flops            int64   `json:"flops"` // one forward
+	ElementwiseFlops int64   `json:"elementwise_flops"`
+	Bytes            int64   `json:"bytes"`
+	Runs             int     `json:"runs"`
+	FirstRunS        float64 `json:"first_run_s"`
+	WallS            float64 `json:"wall_s"` // mean of the timed runs
+	// MedianS is the median timed run. Profiled runs are recorded span by
+	// span, so they may run somewhat slower than an unrecorded steady call
+	// (perf.Compare's).
+	MedianS     float64         `json:"median_s"`
+	Stages      []StageProfile  `json:"nodes"`
+	Compiles    []CompileRecord `json:"compiles"`
+	Executables int             `json:"executables"`
 	// CacheHits counts the executable calls, over every run, that found
 	// their executable compiled (shared executables included); the misses
 	// are Compiles.
@@ -93,8 +97,13 @@ type RunProfile struct {
 	timedFrom time.Duration
 }
 
-// Profile runs r once (compiling what it needs) and then runs more times
-// on inputs, recording every span, and sums the spans by stage. cost
+// ProfileWarmup is how many untimed runs Profile makes between the first
+// run and the timed ones.
+const ProfileWarmup = 10
+
+// Profile runs r once (compiling what it needs), ProfileWarmup more times
+// untimed, and then runs more times on inputs, recording every span, and
+// sums the timed runs' spans by stage. cost
 // gives each node's cost (nil: none); graph holds the nodes r runs.
 func Profile(workload, mode string, r RecordingRunner, graph *ir.Graph, inputs map[string]*tensors.Tensor, runs int, cost func(*ir.Node) NodeCost) (*RunProfile, error) {
 	if runs < 1 || runs > 10000 {
@@ -128,16 +137,26 @@ func Profile(workload, mode string, r RecordingRunner, graph *ir.Graph, inputs m
 		return nil, err
 	}
 	p.FirstRunS = first.Seconds()
+	// The runs right after the first are slower than later ones (the
+	// backend's buffers are still being allocated): leave them untimed.
+	for range ProfileWarmup {
+		if _, err := run(); err != nil {
+			return nil, err
+		}
+	}
 	p.timedFrom = rec.Now()
 	var total time.Duration
+	var each []time.Duration
 	for range runs {
 		d, err := run()
 		if err != nil {
 			return nil, err
 		}
 		total += d
+		each = append(each, d)
 	}
 	p.WallS = total.Seconds() / float64(runs)
+	p.MedianS = Median(each).Seconds()
 	p.Executables = r.Executables()
 
 	stages := map[string]*StageProfile{}
@@ -347,8 +366,9 @@ func ProfileFindings(eager, compiled *RunProfile, floor time.Duration) string {
 	}
 	perRun := float64(calls) / float64(eager.Runs)
 	var b strings.Builder
-	fmt.Fprintf(&b, "- **Eager**: %.0f executable calls a run, %.3f ms a run, %.2f GFLOP/s over the forward's %.3f GFLOP.",
-		perRun, eager.WallS*1e3, gflops(eager), float64(eager.Flops+eager.ElementwiseFlops)/1e9)
+	fmt.Fprintf(&b, "- **Eager**: %.0f executable calls a run, %.3f ms a run (mean of %d profiled runs after %d untimed ones; median %.3f ms), "+
+		"%.2f GFLOP/s over the forward's %.3f GFLOP.", perRun, eager.WallS*1e3, eager.Runs, ProfileWarmup, eager.MedianS*1e3, gflops(eager),
+		float64(eager.Flops+eager.ElementwiseFlops)/1e9)
 	if n := min(3, len(eager.Stages)); n > 0 {
 		var share float64
 		var names []string
@@ -358,15 +378,21 @@ func ProfileFindings(eager, compiled *RunProfile, floor time.Duration) string {
 		}
 		fmt.Fprintf(&b, " The %d largest nodes take %.0f%% of it: %s.", n, 100*share, strings.Join(names, ", "))
 	}
+	dispatch := 0.0
 	if floor > 0 && eager.WallS > 0 {
-		d := perRun * floor.Seconds()
-		fmt.Fprintf(&b, " At this backend's dispatch floor (%.1f µs a trivial call), the calls alone cost about %.3f ms, %.0f%% of the run.",
-			float64(floor)/1e3, d*1e3, 100*math.Min(1, d/eager.WallS))
+		dispatch = perRun * floor.Seconds()
+		fmt.Fprintf(&b, " At this backend's dispatch floor (%.1f µs a trivial call), the calls alone cost about %.3f ms, %s of the run.",
+			float64(floor)/1e3, dispatch*1e3, Percent(math.Min(1, dispatch/eager.WallS)))
 	}
-	fmt.Fprintf(&b, "\n- **Compiled**: one call, %.3f ms a run, %.2f GFLOP/s", compiled.WallS*1e3, gflops(compiled))
+	fmt.Fprintf(&b, "\n- **Compiled**: one call, %.3f ms a run (median %.3f ms), %.2f GFLOP/s", compiled.WallS*1e3, compiled.MedianS*1e3, gflops(compiled))
 	if compiled.WallS > 0 && eager.WallS > 0 {
-		fmt.Fprintf(&b, ": %.2f× eager. Compiling removed %.3f ms a run: the per-node calls and the tensors handed between them.",
-			eager.WallS/compiled.WallS, (eager.WallS-compiled.WallS)*1e3)
+		saved := eager.WallS - compiled.WallS
+		fmt.Fprintf(&b, ": %.2f× eager, %.3f ms a run less.", eager.WallS/compiled.WallS, saved*1e3)
+		if floor > 0 && saved > 0 {
+			fmt.Fprintf(&b, " Dispatching the per-node calls accounts for about %.3f ms of that (%s); the rest, %.3f ms, is time the "+
+				"nodes' own work takes less as one graph than as separate calls, which this profile does not split further.",
+				math.Min(dispatch, saved)*1e3, Percent(math.Min(1, dispatch/saved)), math.Max(0, saved-dispatch)*1e3)
+		}
 	}
 	fmt.Fprintf(&b, "\n- The executable calls and host kernels cover %.0f%% (eager) and %.0f%% (compiled) of the timed runs; the rest is the runner's own work between calls.\n",
 		100*eager.LeafCoverage, 100*compiled.LeafCoverage)

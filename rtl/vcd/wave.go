@@ -298,16 +298,64 @@ func drawAxis(b *bytes.Buffer, d *Dump, start, end uint64, x func(uint64) float6
 	fmt.Fprintf(b, `<g class="axis"><path d="M%s %sH%s" stroke="#555"/>`+"\n", num(left), num(y), num(right))
 	step := niceStep(float64(end-start) / math.Max(1, math.Floor((right-left)/90)))
 	first := (start + step - 1) / step * step
+	perTick, unit := axisUnit(d.Timescale, step)
 	for t := first; t <= end; t += step {
-		fmt.Fprintf(b, `<path d="M%s %sV%s" stroke="#555"/><path d="M%s 0V%s" stroke="#ccc" stroke-dasharray="2,3"/><text x="%s" y="%s" text-anchor="middle" fill="#333">%d</text>`+"\n",
-			num(x(t)), num(y), num(y+4), num(x(t)), num(top), num(x(t)), num(y+15), t)
-	}
-	unit := d.Timescale
-	if unit == "" {
-		unit = "?"
+		fmt.Fprintf(b, `<path d="M%s %sV%s" stroke="#555"/><path d="M%s 0V%s" stroke="#ccc" stroke-dasharray="2,3"/><text x="%s" y="%s" text-anchor="middle" fill="#333">%s</text>`+"\n",
+			num(x(t)), num(y), num(y+4), num(x(t)), num(top), num(x(t)), num(y+15), strconv.FormatFloat(float64(t)*perTick, 'g', 6, 64))
 	}
 	fmt.Fprintf(b, `<text x="%s" y="%s" fill="#333">time (%s)</text>`+"\n", num(margin), num(y+15), esc(unit))
 	b.WriteString("</g>\n")
+}
+
+// timeUnits are the SI time units a VCD timescale names, by power of ten.
+var timeUnits = []struct {
+	name string
+	exp  int
+}{{"s", 0}, {"ms", -3}, {"us", -6}, {"ns", -9}, {"ps", -12}, {"fs", -15}}
+
+// axisUnit picks the unit the time axis is labelled in: the largest SI
+// unit in which a tick step of step dump units is at least 1, so that a
+// 1ps dump ticking every 20000 is labelled 20, 40, … ns. It returns the
+// factor from dump units to that unit and its name; a timescale it cannot
+// read keeps the dump's units, named by the timescale ("?" when empty).
+func axisUnit(timescale string, step uint64) (float64, string) {
+	ts := strings.ReplaceAll(strings.TrimSpace(timescale), " ", "")
+	i := strings.IndexFunc(ts, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return 1, cmpOr(timescale, "?")
+	}
+	mult, err := strconv.Atoi(ts[:i])
+	if err != nil || mult <= 0 {
+		return 1, timescale
+	}
+	exp, ok := 0, false
+	for _, u := range timeUnits {
+		if u.name == ts[i:] {
+			exp, ok = u.exp, true
+		}
+	}
+	if !ok {
+		return 1, timescale
+	}
+	for _, u := range timeUnits {
+		f := float64(mult) * math.Pow(10, float64(exp-u.exp))
+		if float64(step)*f >= 1-1e-9 {
+			name := u.name
+			if name == "us" {
+				name = "µs"
+			}
+			return f, name
+		}
+	}
+	return float64(mult), ts[i:]
+}
+
+// cmpOr is s, or alt when s is empty.
+func cmpOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
 }
 
 // niceStep rounds a tick spacing up to 1, 2 or 5 times a power of ten.

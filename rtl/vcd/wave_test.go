@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,5 +150,27 @@ func TestSVGVerilatorTrace(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Logf("%d bytes of SVG, %d labels checked", len(svg), checked)
+	}
+}
+
+func TestAxisUnit(t *testing.T) {
+	for _, c := range []struct {
+		ts   string
+		step uint64
+		f    float64
+		unit string
+	}{
+		{"1ps", 20000, 1e-3, "ns"},
+		{"1 ps", 500, 1, "ps"},
+		{"10ns", 100000, 1e-5, "ms"},
+		{"1ns", 5, 1, "ns"},
+		{"1us", 2, 1, "µs"},
+		{"", 10, 1, "?"},
+		{"1 furlong", 10, 1, "1 furlong"},
+	} {
+		f, unit := axisUnit(c.ts, c.step)
+		if math.Abs(f-c.f) > 1e-12*c.f || unit != c.unit {
+			t.Errorf("axisUnit(%q, %d) = %v %q, want %v %q", c.ts, c.step, f, unit, c.f, c.unit)
+		}
 	}
 }

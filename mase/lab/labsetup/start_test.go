@@ -85,11 +85,11 @@ func TestStartOf(t *testing.T) {
 	t.Setenv("GOMASE_SCALE", "quick")
 	lora := fakeCheckpoint(t, "tutorial_2_lora")
 	withPretrainedCache(t, false)
-	if p, how, err := StartOf(lora); err != nil || p || !strings.Contains(how, "cannot") {
+	if p, how, err := StartOf(lora); err != nil || p || !strings.Contains(how, "when it can have them; here: starting from a seeded random initialisation") {
 		t.Errorf("without weights: %v, %q, %v", p, how, err)
 	}
 	withPretrainedCache(t, true)
-	if p, how, err := StartOf(lora); err != nil || !p || !strings.Contains(how, "can be had") {
+	if p, how, err := StartOf(lora); err != nil || !p || !strings.Contains(how, "when it can have them; here: starting from the pretrained") {
 		t.Errorf("with weights: %v, %q, %v", p, how, err)
 	}
 	if err := RecordStart(lora, false, "starting from a seeded random initialisation (--pretrained off)"); err != nil {

@@ -8,7 +8,6 @@
 package rtlview
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -31,13 +30,11 @@ type Workspace struct {
 	Dir string
 }
 
-// NewWorkspace returns the workspace name inside the kernel's temporary
-// directory (GoNB's $GONB_TMP_DIR, removed when the kernel stops, so two
-// kernels do not share it), or the system's temporary directory outside
-// GoNB.
-func NewWorkspace(name string) Workspace {
-	return Workspace{Dir: filepath.Join(cmp.Or(os.Getenv("GONB_TMP_DIR"), os.TempDir()), name)}
-}
+// NewWorkspace returns the workspace in the directory dir. A notebook
+// passes a folder that outlives its kernel (Lab 4 hardware's is beside the
+// labs' checkpoints), so the designs and waveforms a report names are still
+// there after the run.
+func NewWorkspace(dir string) Workspace { return Workspace{Dir: dir} }
 
 // Reset empties the workspace.
 func (w Workspace) Reset() error {
@@ -99,13 +96,32 @@ func NodeTable(mg *ir.MaseGraph) string {
 		sort.Strings(keys)
 		var iface []string
 		for _, k := range keys {
-			iface = append(iface, fmt.Sprintf("%s: %v", k, hw.Interface[k]))
+			iface = append(iface, k+" ("+settings(hw.Interface[k])+")")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %v | %s | %s | %s | %s |\n", n.Name, n.Op, c.MaseType, c.MaseOp, cell(prec),
 			hw.IsImplicit, cell(hw.Toolchain), cell(hw.Module), cell(strings.Join(iface, "; ")), cell(strings.Join(hw.DependenceFiles, " ")))
 	}
 	fmt.Fprintf(&b, "\n`nodes_in` = %v, `nodes_out` = %v\n", mg.Graph.Meta.NodesIn, mg.Graph.Meta.NodesOut)
 	return b.String()
+}
+
+// settings writes one parameter's interface settings as "key = value"
+// pairs sorted by key ("storage = BRAM, transpose = false"), "none" when
+// there are none.
+func settings(m map[string]any) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s = %v", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // VerilogParams shows the verilog_param list of each hardware node of mg

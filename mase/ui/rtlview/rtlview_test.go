@@ -31,8 +31,8 @@ func labGraph(t *testing.T, activation string) *ir.MaseGraph {
 }
 
 func TestWorkspace(t *testing.T) {
-	t.Setenv("GONB_TMP_DIR", t.TempDir())
-	w := NewWorkspace("lab")
+	dir := filepath.Join(t.TempDir(), "lab")
+	w := NewWorkspace(dir)
 	if err := w.Reset(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestWorkspace(t *testing.T) {
 	if _, err := w.Fact("sim"); err == nil {
 		t.Error("Reset kept a fact")
 	}
-	if w.Design("relu_p4") != filepath.Join(os.Getenv("GONB_TMP_DIR"), "lab", "relu_p4") {
+	if w.Design("relu_p4") != filepath.Join(dir, "relu_p4") {
 		t.Errorf("Design dir %s", w.Design("relu_p4"))
 	}
 }
@@ -69,10 +69,14 @@ func TestToolTable(t *testing.T) {
 func TestTables(t *testing.T) {
 	mg := labGraph(t, "leaky_relu")
 	nodes := NodeTable(mg)
-	for _, want := range []string{"| fc1 | call_module | module_related_func | linear | fixed [8 3] | false | INTERNAL_RTL | fixed_linear |", "`nodes_in` = [fc1]"} {
+	for _, want := range []string{"| fc1 | call_module | module_related_func | linear | fixed [8 3] | false | INTERNAL_RTL | fixed_linear |", "`nodes_in` = [fc1]",
+		"bias (storage = BRAM, transpose = false); weight (storage = BRAM, transpose = false)"} {
 		if !strings.Contains(nodes, want) {
 			t.Errorf("NodeTable lacks %q:\n%s", want, nodes)
 		}
+	}
+	if strings.Contains(nodes, "map[") {
+		t.Errorf("NodeTable writes Go map syntax:\n%s", nodes)
 	}
 	ps := VerilogParams(mg, "leaky_relu")
 	if strings.Contains(ps, "fixed_linear") || !strings.Contains(ps, "`NEGATIVE_SLOPE_VALUE` | 41 |") {

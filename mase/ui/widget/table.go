@@ -22,6 +22,9 @@ type cell struct {
 	text string
 	// sort is the numeric value the column sorts by (NaN: sort as text).
 	sort float64
+	// float marks a floating-point value, whose decimals HTML aligns with
+	// the column's.
+	float bool
 }
 
 // NewTable returns an empty table with the given caption and columns.
@@ -33,8 +36,10 @@ func NewTable(caption string, columns ...string) *Table {
 func (t *Table) Rows() int { return len(t.rows) }
 
 // AddRow appends a row, one value per column. Floating-point values are
-// shown with 4 significant digits and sort by their exact value; integers
-// as they are; anything else as fmt.Sprint writes it.
+// shown with 4 significant digits, every one of a column with as many
+// decimals as the one that needs the most (0.6140 beside 0.6617, 8.00
+// beside 8.25), and sort by their exact value; integers as they are;
+// anything else as fmt.Sprint writes it.
 func (t *Table) AddRow(values ...any) error {
 	if len(values) != len(t.Columns) {
 		return fmt.Errorf("widget: table %q: row of %d values for %d columns (%s)", t.Caption, len(values), len(t.Columns), strings.Join(t.Columns, ", "))
@@ -50,9 +55,9 @@ func (t *Table) AddRow(values ...any) error {
 func makeCell(v any) cell {
 	switch x := v.(type) {
 	case float64:
-		return cell{text: formatFloat(x), sort: x}
+		return cell{text: formatFloat(x), sort: x, float: true}
 	case float32:
-		return cell{text: formatFloat(float64(x)), sort: float64(x)}
+		return cell{text: formatFloat(float64(x)), sort: float64(x), float: true}
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		s := fmt.Sprint(x)
 		f, _ := strconv.ParseFloat(s, 64)
@@ -85,9 +90,13 @@ func (t *Table) HTML() string {
 		fmt.Fprintf(&b, `<th title="sort">%s</th>`, html.EscapeString(c))
 	}
 	b.WriteString("</tr></thead><tbody>")
+	decimals := t.columnDecimals()
 	for _, row := range t.rows {
 		b.WriteString("<tr>")
-		for _, c := range row {
+		for i, c := range row {
+			if c.float && decimals[i] >= 0 && !math.IsNaN(c.sort) && !math.IsInf(c.sort, 0) {
+				c.text = strconv.FormatFloat(c.sort, 'f', decimals[i], 64)
+			}
 			if math.IsNaN(c.sort) {
 				fmt.Fprintf(&b, "<td>%s</td>", html.EscapeString(c.text))
 			} else {
@@ -98,4 +107,25 @@ func (t *Table) HTML() string {
 	}
 	b.WriteString("</tbody></table></div>")
 	return b.String()
+}
+
+// columnDecimals is, for each column, the most decimals any of its
+// floating-point values shows (formatFloat's), or −1 when one of them is
+// written with an exponent (the column is then left as formatted).
+func (t *Table) columnDecimals() []int {
+	d := make([]int, len(t.Columns))
+	for _, row := range t.rows {
+		for i, c := range row {
+			if !c.float || d[i] < 0 || math.IsNaN(c.sort) || math.IsInf(c.sort, 0) {
+				continue
+			}
+			switch dot := strings.IndexByte(c.text, '.'); {
+			case strings.ContainsAny(c.text, "eE"):
+				d[i] = -1
+			case dot >= 0:
+				d[i] = max(d[i], len(c.text)-dot-1)
+			}
+		}
+	}
+	return d
 }

@@ -28,10 +28,23 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		`<caption>Results &lt;1&gt;</caption>`, `<th title="sort">accuracy</th>`, `<td>bert</td>`,
 		`<td class="gmw-num" data-sort="0.73515">0.7351</td>`, `<td class="gmw-num" data-sort="4386">4386</td>`,
-		`<td class="gmw-num" data-sort="2">2</td>`, `window.gomaseWidgets`,
+		`<td class="gmw-num" data-sort="2">2.0000</td>`, `<td class="gmw-num" data-sort="12">12</td>`, `window.gomaseWidgets`,
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("table HTML lacks %q", want)
+		}
+	}
+	// A column's floats share their decimals; one written with an exponent leaves the column as it is.
+	tb = NewTable("", "mean", "tiny")
+	for _, r := range [][]any{{0.614, 1e-9}, {0.6617, 0.5}} {
+		if err := tb.AddRow(r...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h = tb.HTML()
+	for _, want := range []string{`>0.6140</td>`, `>0.6617</td>`, `>1e-09</td>`, `>0.5</td>`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("aligned table HTML lacks %q:\n%s", want, h[strings.Index(h, "<tbody>"):])
 		}
 	}
 }
