@@ -50,6 +50,21 @@ func badInputFiles(t *testing.T) string {
 	if err := os.Mkdir(filepath.Join(dir, "folder.svg"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// design.json files: a valid small design, and the same doctored.
+	design := `{"top":"top","input":{"node":"fc1","format":{"Width":%d,"Frac":3},"size":2,"par0":2,"par1":1},` +
+		`"output":{"node":"fc1","format":{"Width":8,"Frac":3},"size":%s,"par0":1,"par1":1},` +
+		`"layers":[{"node":"fc1","op":"linear","module":"fixed_linear","in":{"Width":%d,"Frac":3},"out":{"Width":8,"Frac":3},` +
+		`"in_size":2,"out_size":%s,"weight_format":{"Width":8,"Frac":4},"weight":[[1,2]],"bias_format":{"Width":8,"Frac":4},"bias":[0],"params":[]}],` +
+		`"top_params":[],"sources":["top.sv"],"testbench":"top_tb.sv","roms":[]}`
+	write("design-ok/design.json", fmt.Sprintf(design, 8, "1", 8, "1"))
+	write("design-width64/design.json", fmt.Sprintf(design, 64, "1", 64, "1"))
+	write("design-huge/design.json", fmt.Sprintf(design, 8, "1", 8, "10000000000"))
+	if err := os.Mkdir(filepath.Join(dir, "design-fifo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "design-fifo", "design.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -78,6 +93,9 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"train", "--batch-size", "0"}, "batch size 0 is out of range"},
 		{[]string{"train", "--batch-size", "1000000000", "--dataset", "sst2", "--limit", "8"}, "batch size 1000000000 is out of range (allowed: 1 to 65536)"},
 		{[]string{"train", "--max-len", "1"}, "--max-len"},
+		// Ids past the embedding tables are refused before any training (they used to be clamped and trained on).
+		{[]string{"train", "--dataset", "sst2", "--limit", "8", "--max-len", "513"}, "max length 513 is longer than the model's 512 position embeddings"},
+		{[]string{"train", "--dataset", "sst2", "--limit", "8", "--max-len", "100000"}, "allowed: a max length of 2 to 512"},
 		{[]string{"train", "--limit", "-5"}, "must be ≥ 0"},
 		{[]string{"train", "--dataset", "mnist"}, `unknown dataset "mnist"`},
 		{[]string{"train", "--model", "gpt2", "--dataset", "sst2"}, "bert-tiny"},
@@ -151,6 +169,11 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"train", "--pretrained", f("dropout"), "--dataset", "sst2", "--limit", "8"}, "hidden_dropout_prob 5 is not a dropout probability"},
 		{[]string{"train", "--pretrained", f("no-such-folder"), "--dataset", "sst2", "--limit", "8"}, "no-such-folder"},
 		{[]string{"sim", f("no-such-design")}, "no-such-design"},
+		// A doctored design.json is refused by what is wrong (it used to panic or run out of memory).
+		{[]string{"sim", f("design-width64")}, "format Q(64,3) (allowed: width 1 to 32"},
+		{[]string{"sim", f("design-huge")}, "out_size 10000000000 is out of range"},
+		{[]string{"sim", f("design-fifo")}, "named pipe (FIFO), not a regular file"},
+		{[]string{"sim", f("design-ok"), "--vectors", "2000000000"}, "2000000000 vectors (allowed: 1 to 1048576)"},
 	}
 	if len(cases) < 60 {
 		t.Fatalf("only %d bad inputs", len(cases))

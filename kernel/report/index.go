@@ -179,6 +179,7 @@ func titleOf(path, name string) string {
 
 var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="generator" content="gomase mase labs">
 <title>gomase lab reports</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}

@@ -62,6 +62,8 @@ def main(src, dst, kernel, timeout, workdir):
     except Exception as e:  # kernel start-up failures and the like
         result = {"status": "error", "cell": current["cell"], "message": "%s: %s" % (type(e).__name__, e)}
     finally:
+        # Marks the file as written by mase labs, which may replace it on a later run.
+        nb.metadata["gomase"] = {"executed_by": "mase labs"}
         nbformat.write(nb, dst)
     print(json.dumps(result), flush=True)
 

@@ -247,6 +247,9 @@ func Run(ctx context.Context, notebooks []string, opts Options) ([]report.Result
 		}
 		seen[name] = nb
 	}
+	if err := checkOutputs(notebooks, opts.OutDir); err != nil {
+		return nil, err
+	}
 	var results []report.Result
 	for _, nb := range notebooks {
 		results = append(results, RunNotebook(ctx, nb, opts))

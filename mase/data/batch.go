@@ -234,6 +234,18 @@ func Pretokenize(examples []Example, enc Encoder) *Pretokenized {
 // Len returns the number of examples.
 func (p *Pretokenized) Len() int { return len(p.ids) }
 
+// MaxID returns the largest token id of every example (−1 when there is
+// none), so a model's vocabulary can be checked before any training.
+func (p *Pretokenized) MaxID() int32 {
+	m := int32(-1)
+	for _, row := range p.ids {
+		for _, id := range row {
+			m = max(m, id)
+		}
+	}
+	return m
+}
+
 // IDs returns example i's untruncated ids (shared; do not modify).
 func (p *Pretokenized) IDs(i int) []int32 { return p.ids[i] }
 

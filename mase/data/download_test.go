@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gomase/gomase/internal/offlinetest"
 )
 
 // The dataset downloads stop at their cap (refused before reading when the
@@ -65,5 +67,21 @@ func TestDownloadCapsAndCancel(t *testing.T) {
 				t.Errorf("left %v in the cache", left)
 			}
 		})
+	}
+}
+
+// TestOfflineMakesNoNetworkAccess: with GOMASE_OFFLINE on, a dataset that is
+// not on disk is reported missing with the setting named, and no request
+// is made: the download client's dialer, which fails the test, is never
+// reached.
+func TestOfflineMakesNoNetworkAccess(t *testing.T) {
+	isolate(t)
+	dials := offlinetest.Guard(t)
+	_, err := LoadSST2(SST2Options{})
+	wantErr(t, "SST-2 offline", err, "SST-2 dataset not found", "download: offline: GOMASE_OFFLINE forbids downloading")
+	_, err = LoadIMDb(IMDbOptions{})
+	wantErr(t, "IMDb offline", err, "GOMASE_OFFLINE forbids downloading")
+	if n := dials.Load(); n != 0 {
+		t.Errorf("%d dials in offline mode", n)
 	}
 }

@@ -373,6 +373,9 @@ var DefaultClient = &http.Client{Transport: &http.Transport{
 // Get downloads rawURL into f with a plain GET, which must answer 200 OK.
 // client nil means DefaultClient.
 func Get(ctx context.Context, client *http.Client, rawURL string, f File, o Options) (Result, error) {
+	if why := OfflineWhy(); why != "" {
+		return Result{}, fmt.Errorf("%w: %s forbids downloading %s (unset it, or put the file where the loader looks first)", ErrOffline, why, rawURL)
+	}
 	if client == nil {
 		client = DefaultClient
 	}

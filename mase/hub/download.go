@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -123,6 +124,9 @@ func (c *config) download(ctx context.Context, id, file, repo string) (string, e
 	}
 	req.Header.Set("Accept-Encoding", "identity")
 	req.Header.Set("User-Agent", userAgent)
+	if c.offline || download.OfflineWhy() != "" { // the lookups above never get here offline; this is the last guard
+		return "", errorf(ErrOffline, "cannot download %s: %s forbids network access", name, cmp.Or(c.offlineWhy, download.OfflineWhy()))
+	}
 	var hops []http.Header
 	resp, err := c.clientFor(req.URL, &hops).Do(req)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/mase/download"
 	"github.com/gomase/gomase/mase/limits"
 )
 
@@ -357,10 +358,8 @@ func newConfig(o Options) (*config, error) {
 	switch {
 	case o.Offline:
 		c.offline, c.offlineWhy = true, "offline mode (Options.Offline)"
-	case truthy(os.Getenv("HF_HUB_OFFLINE")):
-		c.offline, c.offlineWhy = true, "HF_HUB_OFFLINE"
-	case truthy(os.Getenv("GOMASE_OFFLINE")):
-		c.offline, c.offlineWhy = true, "GOMASE_OFFLINE"
+	case download.OfflineWhy() != "":
+		c.offline, c.offlineWhy = true, download.OfflineWhy()
 	}
 	if c.client == nil {
 		c.client = &http.Client{}
@@ -438,12 +437,4 @@ func expandHome(p string) (string, error) {
 		return "", errorf(nil, "cannot expand %s: %v", p, err)
 	}
 	return filepath.Join(home, p[1:]), nil
-}
-
-func truthy(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }

@@ -163,6 +163,24 @@ func NewBertForSequenceClassification(cfg BertConfig, seed uint64) (*nn.Model, e
 	return nn.NewModel(root, seed)
 }
 
+// TokenLimits returns the sizes of m's word and position embedding
+// tables (BERT's bert.embeddings.word_embeddings and
+// position_embeddings): token ids must stay below vocab, and sequences
+// within positions tokens. ok is false for a model without them.
+func TokenLimits(m *nn.Model) (vocab, positions int, ok bool) {
+	if m == nil {
+		return 0, 0, false
+	}
+	w, okW := m.Module("bert.embeddings.word_embeddings")
+	p, okP := m.Module("bert.embeddings.position_embeddings")
+	we, okW2 := w.(*nn.Embedding)
+	pe, okP2 := p.(*nn.Embedding)
+	if !okW || !okP || !okW2 || !okP2 {
+		return 0, 0, false
+	}
+	return we.NumEmbeddings, pe.NumEmbeddings, true
+}
+
 // NewBertTiny builds bert-tiny for 2-label sequence classification.
 func NewBertTiny(seed uint64) (*nn.Model, error) {
 	return NewBertForSequenceClassification(BertTinyConfig(), seed)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gomase/gomase/internal/offlinetest"
 	"github.com/gomase/gomase/mase/datadir"
 )
 
@@ -301,5 +302,20 @@ func TestDownloadRefusals(t *testing.T) {
 	_, err := BertBaseUncased()
 	if err == nil || !strings.Contains(err.Error(), "remove "+cached) {
 		t.Errorf("bad cached vocabulary: %v", err)
+	}
+}
+
+// TestOfflineVocabularyMakesNoNetworkAccess: with GOMASE_OFFLINE on and no
+// vocabulary on disk, loading it fails naming the setting, without a
+// request (the guard's dialer fails the test if one is made).
+func TestOfflineVocabularyMakesNoNetworkAccess(t *testing.T) {
+	offline(t)
+	dials := offlinetest.Guard(t)
+	_, err := BertBaseUncased()
+	if err == nil || !strings.Contains(err.Error(), "GOMASE_OFFLINE forbids downloading") {
+		t.Errorf("offline load = %v, want the offline setting named", err)
+	}
+	if n := dials.Load(); n != 0 {
+		t.Errorf("%d dials in offline mode", n)
 	}
 }

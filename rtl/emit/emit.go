@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/ir"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/ops"
 	"github.com/gomase/gomase/mase/passes"
 	"github.com/gomase/gomase/rtl"
@@ -136,18 +137,20 @@ func (d *Design) Reference(x []int64) ([]int64, error) {
 	return v, nil
 }
 
-// LoadDesign reads dir/design.json.
+// LoadDesign reads dir/design.json (a regular file of at most 64 MiB) and
+// checks it (Design.Validate).
 func LoadDesign(dir string) (*Design, error) {
-	b, err := os.ReadFile(filepath.Join(dir, DesignFile))
+	path := filepath.Join(dir, DesignFile)
+	b, err := limits.ReadFile(path, designFile)
 	if err != nil {
 		return nil, fmt.Errorf("emit: %w (run `mase emit` first)", err)
 	}
 	var d Design
 	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("emit: %s: %w", filepath.Join(dir, DesignFile), err)
+		return nil, fmt.Errorf("emit: %s: %w", path, err)
 	}
-	if len(d.Layers) == 0 || d.Input.Lanes() == 0 || d.Output.Lanes() == 0 {
-		return nil, fmt.Errorf("emit: %s describes no layers or ports", filepath.Join(dir, DesignFile))
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("emit: %s: %w", path, err)
 	}
 	return &d, nil
 }

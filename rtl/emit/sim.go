@@ -75,6 +75,14 @@ func (r *SimResult) Err() error {
 	return errors.New(msg)
 }
 
+// The bounds of a simulation's test vectors: MaxVectors vectors at most,
+// and MaxVectorElements input and output values in all (the vectors and the
+// expected outputs are held in memory and written as hex files).
+const (
+	MaxVectors        = 1 << 20
+	MaxVectorElements = 1 << 25
+)
+
 // Simulate runs the design that Verilog wrote into dir: it draws Vectors
 // random input vectors (uniform over the input format's integers), builds
 // top_tb with Verilator (cached in dir/sim until a source changes), streams
@@ -95,8 +103,12 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 	if opts.Vectors == 0 {
 		opts.Vectors = 100
 	}
-	if opts.Vectors < 0 {
-		return nil, fmt.Errorf("emit: %d vectors: want a positive number", opts.Vectors)
+	if opts.Vectors < 0 || opts.Vectors > MaxVectors {
+		return nil, fmt.Errorf("emit: %d vectors (allowed: 1 to %d)", opts.Vectors, MaxVectors)
+	}
+	if n := int64(opts.Vectors) * int64(d.Input.Size+d.Output.Size); n > MaxVectorElements {
+		return nil, fmt.Errorf("emit: %d vectors of %d inputs and %d outputs are %d values (allowed: at most %d; fewer vectors)",
+			opts.Vectors, d.Input.Size, d.Output.Size, n, MaxVectorElements)
 	}
 	if opts.PValid == 0 {
 		opts.PValid = 70

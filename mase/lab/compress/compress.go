@@ -142,6 +142,9 @@ func (s *Session) Evaluate(mg *ir.MaseGraph) (train.Metrics, error) {
 	if s.Test == nil {
 		return train.Metrics{}, fmt.Errorf("compress: Session.Test is nil")
 	}
+	if err := finetune.CheckTokens(mg.Model, s.Batch.MaxLength, s.Test); err != nil {
+		return train.Metrics{}, fmt.Errorf("compress: %w", err)
+	}
 	e, err := train.NewEvaluator(mg)
 	if err != nil {
 		return train.Metrics{}, err
@@ -162,6 +165,9 @@ func (s *Session) FineTune(mg *ir.MaseGraph, title string) (*train.History, erro
 func (s *Session) fineTune(mg *ir.MaseGraph, title string, makeProgress func(string) train.Progress) (*train.History, error) {
 	if s.Train == nil {
 		return nil, fmt.Errorf("compress: Session.Train is nil")
+	}
+	if err := finetune.CheckTokens(mg.Model, s.Batch.MaxLength, s.Train); err != nil {
+		return nil, fmt.Errorf("compress: %w", err)
 	}
 	tr, err := train.New(mg, s.Config)
 	if err != nil {

@@ -257,15 +257,18 @@ func RunContext(ctx context.Context, o Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	trainSplit, evalSplit, err := LoadSplitsContext(ctx, o)
-	if err != nil {
-		return nil, err
-	}
 	var model *nn.Model
 	var tok *tokenizer.Tokenizer
 	if from != nil {
 		model, tok = from.Model, from.Tokenizer
 	} else if model, err = models.New(o.Model, o.Seed); err != nil {
+		return nil, err
+	}
+	if err := CheckTokens(model, o.MaxLen); err != nil { // the length now, the ids once tokenised
+		return nil, err
+	}
+	trainSplit, evalSplit, err := LoadSplitsContext(ctx, o)
+	if err != nil {
 		return nil, err
 	}
 	if tok == nil {
@@ -307,6 +310,9 @@ func RunContext(ctx context.Context, o Options) (*Result, error) {
 
 	trainData := data.Pretokenize(trainSplit.Examples, tok)
 	evalData := data.Pretokenize(evalSplit.Examples, tok)
+	if err := CheckTokens(model, o.MaxLen, trainData, evalData); err != nil {
+		return nil, err
+	}
 	trainOpts, evalOpts, err := Batching(o, cfg.BatchSize)
 	if err != nil {
 		return nil, err

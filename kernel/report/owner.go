@@ -1,0 +1,46 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// Generator is the generator meta element of every page mase labs writes
+// (the reports and the index), by which WrittenByLabs knows them.
+const Generator = `<meta name="generator" content="gomase mase labs">`
+
+// indexTitle is the title of the index pages written before they carried
+// Generator.
+const indexTitle = `<title>gomase lab reports</title>`
+
+// WrittenByLabs reports whether the HTML file at path is a page mase labs
+// wrote (its head carries Generator, or the index's title): such a file
+// may be replaced by a new run; any other may not. A missing file is
+// false with no error; a file that is not a regular file is an error.
+func WrittenByLabs(path string) (bool, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !st.Mode().IsRegular() {
+		return false, errors.New(path + " is not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, 8<<10)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	head = head[:n]
+	return bytes.Contains(head, []byte(Generator)) || bytes.Contains(head, []byte(indexTitle)), nil
+}

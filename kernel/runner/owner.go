@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gomase/gomase/kernel/notebook"
+	"github.com/gomase/gomase/kernel/report"
+	"github.com/gomase/gomase/mase/limits"
+)
+
+// executedNotebook bounds the executed notebooks ownedByLabs reads.
+var executedNotebook = limits.File{What: "an executed notebook", Max: 256 << 20}
+
+// ownedByLabs reports whether the executed notebook at path was written by
+// mase labs: its metadata says so (execute.py marks it), or the report
+// beside it (NAME.html) is one of mase labs' pages. A missing file is
+// false.
+func ownedByLabs(path string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if ok, err := report.WrittenByLabs(path[:len(path)-len(".ipynb")] + ".html"); ok || err != nil {
+		return ok, err
+	}
+	b, err := limits.ReadFile(path, executedNotebook)
+	if err != nil {
+		return false, err
+	}
+	var nb struct {
+		Metadata struct {
+			Gomase struct {
+				ExecutedBy string `json:"executed_by"`
+			} `json:"gomase"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(b, &nb) != nil {
+		return false, nil
+	}
+	return nb.Metadata.Gomase.ExecutedBy == "mase labs", nil
+}
+
+// checkOutputs refuses, before any notebook runs, a run that would
+// replace a file mase labs did not write in outDir (an executed notebook,
+// a report, the index page) or whose index page would replace a
+// notebook's report (a notebook named index).
+func checkOutputs(notebooks []string, outDir string) error {
+	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
+		return fmt.Errorf("--out %s is a file, not a folder (allowed: a folder, made if missing)", outDir)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	refuse := func(p string) error {
+		return fmt.Errorf("--out %s already holds %s, which mase labs did not write (allowed: a new folder, or one mase labs wrote: move the file or choose another --out)",
+			outDir, filepath.Base(p))
+	}
+	for _, nb := range notebooks {
+		name := notebook.Name(nb)
+		if name == "index" {
+			return fmt.Errorf("notebook %s: its report would be %s, which the run's index page replaces (allowed: any other name; rename the notebook)",
+				nb, filepath.Join(outDir, "index.html"))
+		}
+		executed, page := filepath.Join(outDir, name+".ipynb"), filepath.Join(outDir, name+".html")
+		if exists(executed) {
+			if ok, err := ownedByLabs(executed); err != nil || !ok {
+				if err != nil {
+					return fmt.Errorf("--out %s: %w", outDir, err)
+				}
+				return refuse(executed)
+			}
+		}
+		if exists(page) {
+			if ok, err := report.WrittenByLabs(page); err != nil || !ok {
+				if err != nil {
+					return fmt.Errorf("--out %s: %w", outDir, err)
+				}
+				return refuse(page)
+			}
+		}
+	}
+	if index := filepath.Join(outDir, "index.html"); exists(index) {
+		if ok, err := report.WrittenByLabs(index); err != nil || !ok {
+			if err != nil {
+				return fmt.Errorf("--out %s: %w", outDir, err)
+			}
+			return refuse(index)
+		}
+	}
+	return nil
+}
