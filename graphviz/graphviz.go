@@ -13,8 +13,13 @@
 // folder behind; here (graphviz/internal/initdir) the cache is the user's
 // own, os.UserCacheDir()/gomase/graphviz (~/.cache/gomase/graphviz on Linux,
 // see CacheDir), and nothing is left in $TMPDIR. Removing that folder clears
-// the cache; the next program compiles again (about a second). A user without
-// a usable cache folder gets a private temporary one, removed at start-up.
+// the cache; the next program compiles again (about a second). Each start-up
+// checks the cache against the manifest the last good start-up wrote beside
+// it and empties a damaged one (a file cut short, a FIFO) before go-graphviz
+// reads it, which would otherwise panic in every program. A user without a
+// usable cache folder (no home, a full disk, another user's folder) gets a
+// private temporary one, removed at start-up, in $TMPDIR or, where that is
+// unusable, /tmp, /var/tmp or /dev/shm.
 package graphviz
 
 import (

@@ -27,6 +27,7 @@ package initdir
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,6 +42,8 @@ var (
 	setErr error  // why the per-user cache, or any folder, could not be prepared
 	oldTMP string
 	hadTMP bool
+	// verified is whether the cache matched its manifest at start-up.
+	verified bool
 )
 
 func init() {
@@ -55,9 +58,28 @@ func init() {
 }
 
 // prepare makes the folder for TMPDIR: in the user's cache folder, with the
-// go-graphviz link to the compilation cache, or else a private temporary one.
+// go-graphviz link to the compilation cache (checked against its manifest,
+// and emptied when damaged), or else a private temporary one.
 func prepare() (dir, kept string, err error) {
 	kept, err = userCache()
+	if err == nil {
+		var bad error
+		verified, bad = checkCache(kept)
+		if bad != nil {
+			// Compiled again by this start-up; nothing of the old one is read.
+			if err = errors.Join(os.RemoveAll(kept), os.Remove(manifestPath(kept))); errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+			if err == nil {
+				kept, err = userCache()
+			}
+		}
+	}
+	if err == nil {
+		if free, ferr := freeBytes(kept); ferr != nil || free < minFree {
+			err = errors.Join(ferr, fmt.Errorf("%s has %d bytes free, less than the %d the compilation cache needs", kept, free, minFree))
+		}
+	}
 	if err == nil {
 		sweep(filepath.Dir(kept))
 		dir, err = os.MkdirTemp(filepath.Dir(kept), "init-")
@@ -68,11 +90,17 @@ func prepare() (dir, kept string, err error) {
 			_ = os.RemoveAll(dir)
 		}
 	}
-	dir, err2 := os.MkdirTemp("", "gomase-graphviz-")
-	if err2 != nil {
-		return "", "", errors.Join(err, err2)
+	// A private folder: in TMPDIR, or where TMPDIR cannot be used, in the
+	// system's temporary folders.
+	var errs []error
+	for _, parent := range []string{"", "/tmp", "/var/tmp", "/dev/shm"} {
+		d, err2 := os.MkdirTemp(parent, "gomase-graphviz-")
+		if err2 == nil {
+			return d, "", err
+		}
+		errs = append(errs, err2)
 	}
-	return dir, "", err
+	return "", "", errors.Join(append([]error{err}, errs...)...)
 }
 
 // staleAfter is the age of an init- folder that no process uses any more:
@@ -135,6 +163,11 @@ func Restore() error {
 	}
 	err = errors.Join(err, os.RemoveAll(run))
 	run = ""
+	if cache != "" && !verified {
+		// go-graphviz started from this cache, new or rebuilt: record it for
+		// the next start-up (a verified one is as its manifest says).
+		err = errors.Join(err, writeManifest(cache))
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package initdir
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,5 +100,62 @@ func TestSweepRemovesOnlyStaleFolders(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s removed: %v", d, err)
 		}
+	}
+}
+
+// TestDamagedCacheIsRebuilt: a cache that matches its manifest is kept; one
+// with a file cut short, a FIFO in it, or files and no manifest is emptied
+// by prepare before go-graphviz could read it (its init would panic).
+func TestDamagedCacheIsRebuilt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, cache, file string)
+		kept   bool
+	}{
+		{"intact", func(*testing.T, string, string) {}, true},
+		{"a file cut short", func(t *testing.T, _, file string) {
+			if err := os.Truncate(file, 10); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a FIFO", func(t *testing.T, cache, _ string) {
+			if err := syscall.Mkfifo(filepath.Join(cache, "wazero-v0", "fifo"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"no manifest", func(t *testing.T, cache, _ string) {
+			if err := os.Remove(manifestPath(cache)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			xdg := t.TempDir()
+			t.Setenv("XDG_CACHE_HOME", xdg)
+			cache := filepath.Join(xdg, "gomase", "graphviz", "wazero")
+			file := filepath.Join(cache, "wazero-v0", "compiled")
+			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, []byte("compiled code, 32 bytes of it..."), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeManifest(cache); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(t, cache, file)
+			dir, kept, err := prepare()
+			defer os.RemoveAll(dir)
+			if err != nil || kept != cache {
+				t.Fatalf("prepare: cache %q, %v", kept, err)
+			}
+			_, statErr := os.Stat(file)
+			if got := statErr == nil; got != c.kept {
+				t.Errorf("compiled file kept: %v, want %v", got, c.kept)
+			}
+			if matched, err := checkCache(cache); err != nil || matched != c.kept {
+				t.Errorf("after prepare: matched %v, %v", matched, err)
+			}
+		})
 	}
 }
