@@ -1,6 +1,7 @@
 package graphviz
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,9 +80,9 @@ func TestCacheFolders(t *testing.T) {
 				t.Errorf("%s: no compiled code in %s", tc.name, tc.kept)
 			}
 			// The folder for TMPDIR during start-up (init-*) is gone too;
-			// the cache's manifest is beside it.
-			if entries, _ := os.ReadDir(filepath.Dir(tc.kept)); len(entries) != 2 || entries[0].Name() != "wazero" || entries[1].Name() != "wazero.manifest.json" {
-				t.Errorf("%s: %s holds %v, want only wazero and its manifest", tc.name, filepath.Dir(tc.kept), names(entries))
+			// the cache's lock and manifest are beside it.
+			if got := strings.Join(names(mustReadDir(t, filepath.Dir(tc.kept))), " "); got != "wazero wazero.lock wazero.manifest.json" {
+				t.Errorf("%s: %s holds %s, want only wazero, its lock and its manifest", tc.name, filepath.Dir(tc.kept), got)
 			}
 			// A cache file cut short (a disk filled, a copy stopped) would
 			// make go-graphviz's init panic: the next start-up rebuilds it.
@@ -120,4 +121,51 @@ func names(entries []os.DirEntry) []string {
 		s = append(s, e.Name())
 	}
 	return s
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// TestConcurrentStartUps: programs starting together on a cache that must
+// be rebuilt (its manifest lost, as after an upgrade) all start and draw:
+// they take the cache's start-up lock in turn, so none empties the cache
+// while another compiles into it.
+func TestConcurrentStartUps(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("the child")
+	}
+	xdg := t.TempDir()
+	run := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCacheChild$", "-test.count=1")
+		cmd.Env = append(withoutVars(os.Environ(), "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+xdg, childEnv+"=1")
+		return cmd
+	}
+	if out, err := run().CombinedOutput(); err != nil {
+		t.Fatalf("first start-up: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(xdg, "gomase", "graphviz", "wazero.manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			out, err := run().CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%v\n%s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }

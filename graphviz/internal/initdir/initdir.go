@@ -44,6 +44,8 @@ var (
 	hadTMP bool
 	// verified is whether the cache matched its manifest at start-up.
 	verified bool
+	// lock is the start-ups' lock of the cache, held until Restore.
+	lock *os.File
 )
 
 func init() {
@@ -55,6 +57,10 @@ func init() {
 			run, cache, setErr = "", "", errors.Join(setErr, err)
 		}
 	}
+	if cache == "" && lock != nil { // the cache is not used: nothing to guard
+		_ = lock.Close()
+		lock = nil
+	}
 }
 
 // prepare makes the folder for TMPDIR: in the user's cache folder, with the
@@ -63,6 +69,7 @@ func init() {
 func prepare() (dir, kept string, err error) {
 	kept, err = userCache()
 	if err == nil {
+		lock = lockCache(kept)
 		var bad error
 		verified, bad = checkCache(kept)
 		if bad != nil {
@@ -167,6 +174,10 @@ func Restore() error {
 		// go-graphviz started from this cache, new or rebuilt: record it for
 		// the next start-up (a verified one is as its manifest says).
 		err = errors.Join(err, writeManifest(cache))
+	}
+	if lock != nil {
+		err = errors.Join(err, lock.Close()) // closing releases the lock
+		lock = nil
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 )
 
 // A damaged compilation cache (a file cut short, a FIFO in it) makes
@@ -142,4 +143,30 @@ func freeBytes(dir string) (int64, error) {
 		return 0, err
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// lockWait is how long a start-up waits for another one to finish with
+// the cache before it goes on without the lock.
+const lockWait = 30 * time.Second
+
+// lockCache takes the exclusive lock of the cache folder dir's start-ups
+// (a lock file beside it), so that no start-up empties or checks the cache
+// while another one compiles into it; Restore releases it. It gives up
+// after lockWait (a start-up that hangs) and returns nil then.
+func lockCache(dir string) *os.File {
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), "wazero.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil
+	}
+	for deadline := time.Now().Add(lockWait); ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
