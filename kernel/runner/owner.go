@@ -52,41 +52,31 @@ func checkOutputs(notebooks []string, outDir string) error {
 	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
 		return fmt.Errorf("--out %s is a file, not a folder (allowed: a folder, made if missing)", outDir)
 	}
-	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
-	refuse := func(p string) error {
-		return fmt.Errorf("--out %s already holds %s, which mase labs did not write (allowed: a new folder, or one mase labs wrote: move the file or choose another --out)",
-			outDir, filepath.Base(p))
+	type output struct {
+		path string
+		ours func(string) (bool, error)
 	}
+	var outputs []output
 	for _, nb := range notebooks {
 		name := notebook.Name(nb)
 		if name == "index" {
 			return fmt.Errorf("notebook %s: its report would be %s, which the run's index page replaces (allowed: any other name; rename the notebook)",
 				nb, filepath.Join(outDir, "index.html"))
 		}
-		executed, page := filepath.Join(outDir, name+".ipynb"), filepath.Join(outDir, name+".html")
-		if exists(executed) {
-			if ok, err := ownedByLabs(executed); err != nil || !ok {
-				if err != nil {
-					return fmt.Errorf("--out %s: %w", outDir, err)
-				}
-				return refuse(executed)
-			}
-		}
-		if exists(page) {
-			if ok, err := report.WrittenByLabs(page); err != nil || !ok {
-				if err != nil {
-					return fmt.Errorf("--out %s: %w", outDir, err)
-				}
-				return refuse(page)
-			}
-		}
+		outputs = append(outputs, output{filepath.Join(outDir, name+".ipynb"), ownedByLabs}, output{filepath.Join(outDir, name+".html"), report.WrittenByLabs})
 	}
-	if index := filepath.Join(outDir, "index.html"); exists(index) {
-		if ok, err := report.WrittenByLabs(index); err != nil || !ok {
-			if err != nil {
-				return fmt.Errorf("--out %s: %w", outDir, err)
-			}
-			return refuse(index)
+	outputs = append(outputs, output{filepath.Join(outDir, "index.html"), report.WrittenByLabs})
+	for _, o := range outputs {
+		if _, err := os.Lstat(o.path); err != nil {
+			continue // nothing there to replace
+		}
+		ok, err := o.ours(o.path)
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", outDir, err)
+		}
+		if !ok {
+			return fmt.Errorf("--out %s already holds %s, which mase labs did not write (allowed: a new folder, or one mase labs wrote: move the file or choose another --out)",
+				outDir, filepath.Base(o.path))
 		}
 	}
 	return nil
