@@ -5,12 +5,16 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
+
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // Generator is the generator meta element of every page mase labs writes
 // (the reports and the index), by which WrittenByLabs knows them.
 const Generator = `<meta name="generator" content="gomase mase labs">`
+
+// anyPage lets WrittenByLabs open a page of any size: it reads only its head.
+var anyPage = limits.File{What: "an HTML page", Max: 1 << 62}
 
 // indexTitle is the title of the index pages written before they carried
 // Generator.
@@ -21,17 +25,10 @@ const indexTitle = `<title>gomase lab reports</title>`
 // may be replaced by a new run; any other may not. A missing file is
 // false with no error; a file that is not a regular file is an error.
 func WrittenByLabs(path string) (bool, error) {
-	st, err := os.Stat(path)
+	f, _, err := limits.Open(path, anyPage)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if !st.Mode().IsRegular() {
-		return false, errors.New(path + " is not a regular file")
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return false, err
 	}

@@ -2,9 +2,7 @@ package runner
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -18,12 +16,8 @@ var executedNotebook = limits.File{What: "an executed notebook", Max: 256 << 20}
 
 // ownedByLabs reports whether the executed notebook at path was written by
 // mase labs: its metadata says so (execute.py marks it), or the report
-// beside it (NAME.html) is one of mase labs' pages. A missing file is
-// false.
+// beside it (NAME.html) is one of mase labs' pages. The file must exist.
 func ownedByLabs(path string) (bool, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
 	if ok, err := report.WrittenByLabs(path[:len(path)-len(".ipynb")] + ".html"); ok || err != nil {
 		return ok, err
 	}

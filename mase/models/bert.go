@@ -171,11 +171,11 @@ func TokenLimits(m *nn.Model) (vocab, positions int, ok bool) {
 	if m == nil {
 		return 0, 0, false
 	}
-	w, okW := m.Module("bert.embeddings.word_embeddings")
-	p, okP := m.Module("bert.embeddings.position_embeddings")
-	we, okW2 := w.(*nn.Embedding)
-	pe, okP2 := p.(*nn.Embedding)
-	if !okW || !okP || !okW2 || !okP2 {
+	w, _ := m.Module("bert.embeddings.word_embeddings")
+	p, _ := m.Module("bert.embeddings.position_embeddings")
+	we, okW := w.(*nn.Embedding)
+	pe, okP := p.(*nn.Embedding)
+	if !okW || !okP {
 		return 0, 0, false
 	}
 	return we.NumEmbeddings, pe.NumEmbeddings, true

@@ -78,7 +78,7 @@ func splitFirstCall(first, last []timeline.Event) (*FirstCallParts, error) {
 	f, lastParts := &FirstCallParts{}, CallParts{}
 	steady := map[string]time.Duration{} // stage name → its time in the last call
 	split := func(events []timeline.Event, p *CallParts, built func(timeline.Event)) error {
-		runs := 0
+		runs, building := 0, time.Duration(0)
 		for _, e := range events {
 			switch e.Cat {
 			case execute.CatRun:
@@ -89,17 +89,13 @@ func splitFirstCall(first, last []timeline.Event) (*FirstCallParts, error) {
 			case execute.CatHost:
 				p.Host += e.Dur
 			case execute.CatCompile:
+				building += e.Dur
 				built(e)
 			}
 		}
 		switch runs {
 		case 0: // a runner of one computation records only its executable call
-			p.Total = p.Executing + p.Host
-			for _, e := range events {
-				if e.Cat == execute.CatCompile {
-					p.Total += e.Dur
-				}
-			}
+			p.Total = p.Executing + p.Host + building
 		case 1:
 		default:
 			return fmt.Errorf("perf: a recorded call holds %d run spans, want at most 1", runs)

@@ -268,8 +268,7 @@ func MXInt8Graph(be compute.Backend, values, groupSize, reps, timings int) (*MXI
 		return nil, err
 	}
 	r.DequantMs, r.ElementwiseMs = ms(ts[0]), ms(ts[1])
-	r.DequantGBs = float64(r.Bytes) / ts[0].Seconds() / 1e9
-	r.ElementwiseGBs = float64(r.Bytes) / ts[1].Seconds() / 1e9
+	r.DequantGBs, r.ElementwiseGBs = GBs(r.Bytes, ts[0]), GBs(r.Bytes, ts[1])
 	r.Ratio = r.DequantGBs / r.ElementwiseGBs
 	return r, r.measureFloor(be)
 }

@@ -23,10 +23,11 @@ func Dur(d time.Duration) string {
 // Percent writes a share as a percentage with two significant digits
 // below 10% ("0.31%", "4.2%") and none above ("37%").
 func Percent(share float64) string {
-	if p := 100 * share; p < 10 {
+	p := 100 * share
+	if p < 10 {
 		return strconv.FormatFloat(p, 'g', 2, 64) + "%"
 	}
-	return fmt.Sprintf("%.0f%%", 100*share)
+	return fmt.Sprintf("%.0f%%", p)
 }
 
 // Median is the median of ds (Summarise's).

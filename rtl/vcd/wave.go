@@ -2,6 +2,7 @@ package vcd
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"html"
@@ -322,7 +323,7 @@ func axisUnit(timescale string, step uint64) (float64, string) {
 	ts := strings.ReplaceAll(strings.TrimSpace(timescale), " ", "")
 	i := strings.IndexFunc(ts, func(r rune) bool { return r < '0' || r > '9' })
 	if i <= 0 {
-		return 1, cmpOr(timescale, "?")
+		return 1, cmp.Or(timescale, "?")
 	}
 	mult, err := strconv.Atoi(ts[:i])
 	if err != nil || mult <= 0 {
@@ -348,14 +349,6 @@ func axisUnit(timescale string, step uint64) (float64, string) {
 		}
 	}
 	return float64(mult), ts[i:]
-}
-
-// cmpOr is s, or alt when s is empty.
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 // niceStep rounds a tick spacing up to 1, 2 or 5 times a power of ten.

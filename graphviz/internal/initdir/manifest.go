@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -73,15 +74,7 @@ func listCache(dir string) ([]cacheFile, error) {
 		files = append(files, cacheFile{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
 		return nil
 	})
-	slices.SortFunc(files, func(a, b cacheFile) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(files, func(a, b cacheFile) int { return strings.Compare(a.Path, b.Path) })
 	return files, err
 }
 
@@ -110,7 +103,9 @@ func checkCache(dir string) (matched bool, err error) {
 	return true, nil
 }
 
-// writeManifest records the cache folder dir as it is now, atomically.
+// writeManifest records the cache folder dir as it is now, atomically
+// (by hand: graphviz may import the standard library only, not
+// internal/atomicfile).
 func writeManifest(dir string) error {
 	files, err := listCache(dir)
 	if err != nil {

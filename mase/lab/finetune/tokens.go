@@ -6,10 +6,11 @@ import (
 	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
+	"github.com/gomase/gomase/mase/tokenizer"
 )
 
 // CheckTokens refuses, before any training, token ids model cannot embed:
-// a truncation length maxLen (0: 512) longer than its position embeddings,
+// a truncation length maxLen (0: tokenizer.ModelMaxLength) longer than its position embeddings,
 // and an id of any of the sets past its word embeddings. PyTorch raises an
 // IndexError there; GoMLX's gather would clamp the index and train on the
 // table's last row. A model without BERT's embedding tables passes.
@@ -19,7 +20,7 @@ func CheckTokens(model *nn.Model, maxLen int, sets ...*data.Pretokenized) error 
 		return nil
 	}
 	if maxLen == 0 {
-		maxLen = 512
+		maxLen = tokenizer.ModelMaxLength
 	}
 	if maxLen > positions {
 		return fmt.Errorf("max length %d is longer than the model's %d position embeddings (max_position_embeddings): "+

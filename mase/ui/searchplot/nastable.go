@@ -2,6 +2,8 @@ package searchplot
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,13 +43,8 @@ func NASTable(name string, trials []search.FrozenTrial, attrs ...string) (*widge
 // name, one pair a line, for a cell's output (a Go map prints as
 // map[k:v …] on one line).
 func ParamsText(params map[string]any) string {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		fmt.Fprintf(&b, "  %s = %v\n", k, params[k])
 	}
 	return b.String()
