@@ -50,6 +50,26 @@ func badInputFiles(t *testing.T) string {
 	if err := os.Mkdir(filepath.Join(dir, "folder.svg"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Checkpoints written before checksums (version 1): one as exported,
+	// one whose layer 0 calls layer 1's query projection.
+	v1, err := filepath.Abs(filepath.Join("..", "..", "mase", "checkpoint", "testdata", "v1", "bert_small"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1JSON, err := os.ReadFile(v1 + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const query0, query1 = `"target":"bert.encoder.layer.0.attention.self.query"`, `"target":"bert.encoder.layer.1.attention.self.query"`
+	if !bytes.Contains(v1JSON, []byte(query0)) {
+		t.Fatalf("%s.json lacks %s", v1, query0)
+	}
+	for name, body := range map[string][]byte{"v1": v1JSON, "v1-rewired": bytes.Replace(v1JSON, []byte(query0), []byte(query1), 1)} {
+		write(name+".json", string(body))
+		if err := os.Symlink(v1+".safetensors", filepath.Join(dir, name+".safetensors")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// design.json files: a valid small design, and the same doctored.
 	design := `{"top":"top","input":{"node":"fc1","format":{"Width":%d,"Frac":3},"size":2,"par0":2,"par1":1},` +
 		`"output":{"node":"fc1","format":{"Width":8,"Frac":3},"size":%s,"par0":1,"par1":1},` +
@@ -164,6 +184,10 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"search", "--space", "mixed-precision", "--checkpoint", f("garbage"), "--quick"}, "garbage"},
 		{[]string{"search", "--space", "mixed-precision", "--checkpoint", f("zero"), "--quick"}, "zero"},
 		{[]string{"compress", "width", "--checkpoint", f("zero")}, "zero"},
+		// A checkpoint without a checksum is refused unless the user accepts it unverified; then validation
+		// still finds a graph rewired to other modules (both used to import and train, exit 0).
+		{[]string{"compress", "width", "--checkpoint", f("v1")}, "is a version 1 file, written before checksums, so it cannot be verified (allowed: a sealed version 2 file; to import this one unverified, use --accept-unsealed"},
+		{[]string{"compress", "width", "--checkpoint", f("v1-rewired"), "--accept-unsealed"}, "the graph calls module bert.encoder.layer.1.attention.self.query 2 times where model BertForSequenceClassification calls it once"},
 		{[]string{"train", "--pretrained", f("html"), "--dataset", "sst2", "--limit", "8"}, "config.json"},
 		{[]string{"train", "--pretrained", f("huge"), "--dataset", "sst2", "--limit", "8"}, "hidden_size 1000000000000 is out of range (allowed: 1 to 65536)"},
 		{[]string{"train", "--pretrained", f("dropout"), "--dataset", "sst2", "--limit", "8"}, "hidden_dropout_prob 5 is not a dropout probability"},

@@ -45,6 +45,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compress "+sweep, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ckpt := fs.String("checkpoint", "", "trained MaseGraph every point starts from (default: train one first)")
+	unsealed := acceptUnsealedFlag(fs)
 	dataset := fs.String("dataset", "sst2", "dataset: "+strings.Join(finetune.Datasets, ", "))
 	limit := fs.Int("limit", 0, "class-balanced subset of N training examples (0: all)")
 	evalLimit := fs.Int("eval-limit", 0, "class-balanced subset of N test examples (0: all)")
@@ -108,6 +109,9 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	if *ckpt != "" && set["pretrained"] {
 		return errStartTwice
 	}
+	if err := checkStartCheckpoint(*ckpt, *unsealed, stderr); err != nil {
+		return err
+	}
 	ctx, release := interruptible() // until the data and the starting model are in
 	defer release()
 	start := *ckpt
@@ -135,7 +139,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.Checkpoint, s.Progress, s.SweepProgress = start, progress, progress
+	s.Checkpoint, s.AcceptUnsealed, s.Progress, s.SweepProgress = start, *unsealed, progress, progress
 	mg, err := s.Load()
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/datadir"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/pretrained"
@@ -197,6 +198,29 @@ func downloadProgress(w io.Writer) func(file string, done, total int64) {
 
 // errStartTwice is the error of --pretrained given with --checkpoint.
 var errStartTwice = errors.New("--pretrained chooses how the starting model is trained, and --checkpoint gives one already trained: give one of them")
+
+// acceptUnsealedFlag is --accept-unsealed of the commands that take a
+// --checkpoint.
+func acceptUnsealedFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("accept-unsealed", false, "import a --checkpoint written before checksums (graph file version 1), which cannot be verified")
+}
+
+// checkStartCheckpoint imports a --checkpoint (when one is given) before
+// any data is loaded or model trained, so that a wrong or unverifiable
+// file is refused first, and prints the import's notes.
+func checkStartCheckpoint(base string, acceptUnsealed bool, stderr io.Writer) error {
+	if base == "" {
+		return nil
+	}
+	_, rep, err := checkpoint.ImportWith(base, checkpoint.ImportOptions{AcceptUnsealed: acceptUnsealed})
+	if err != nil {
+		return err
+	}
+	for _, note := range rep.Notes {
+		fmt.Fprintln(stderr, "note:", note)
+	}
+	return nil
+}
 
 // trainStart trains the starting model of a sweep or a search (compress,
 // search --space mixed-precision) into o.Out, from o.Pretrained, for

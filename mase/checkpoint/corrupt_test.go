@@ -341,6 +341,10 @@ func TestImportRefusesCraftedFiles(t *testing.T) {
 			`input_names[0] "x y" is not an input name (allowed: letters, digits and '_', not starting with a digit)`},
 		{"meta naming no node", mlp, text(`"meta": {}`, `"meta": {"nodes_out":["relu_9"]}`),
 			`meta.nodes_out names "relu_9", which is not a node of the graph`},
+		{"module call rewired to another layer", bert, text(`"target":"bert.encoder.layer.0.attention.self.query"`, `"target":"bert.encoder.layer.1.attention.self.query"`),
+			`the graph calls module bert.encoder.layer.1.attention.self.query 2 times where model BertForSequenceClassification calls it once`},
+		{"classifier skips the pooler", bert, text(`"target":"dropout","args":[{"node":"bert_pooler_activation"}]`, `"target":"dropout","args":[{"node":"getitem_5"}]`),
+			`the graph's output never depends on module bert.pooler.dense (Linear) or its weights, though model BertForSequenceClassification calls it once`},
 		{"parameter in another dtype", mlp, func(t *testing.T, js, st []byte) ([]byte, []byte) {
 			return withParameters(t, js, st, func(f *safetensors.File) {
 				f.Tensors["fc1.bias"] = &safetensors.Tensor{DType: safetensors.F16, Shape: []int{8}, Data: make([]byte, 16)}
@@ -367,7 +371,7 @@ func TestImportRefusesCraftedFiles(t *testing.T) {
 				if err := os.WriteFile(base+".safetensors", st, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				_, err := Import(base)
+				_, _, err := ImportWith(base, ImportOptions{AcceptUnsealed: version == 1})
 				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), base+".json") || strings.Contains(err.Error(), "\n") {
 					t.Errorf("error %v\nwant one line naming %s.json and containing %q", err, base, c.want)
 				}

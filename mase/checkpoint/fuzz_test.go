@@ -36,7 +36,7 @@ func FuzzImportGraph(f *testing.F) {
 		}
 		jsonPath, stPath := filepath.Join(dir, "fuzz.json"), filepath.Join(dir, name+".safetensors")
 		read := func() ([]byte, error) { return st[name], nil }
-		mg, _, err := importBytes(jsonPath, js, stPath, read, ImportOptions{AcceptEdited: true})
+		mg, _, err := importBytes(jsonPath, js, stPath, read, ImportOptions{AcceptEdited: true, AcceptUnsealed: true})
 		if err != nil {
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || !(strings.Contains(msg, jsonPath) || strings.Contains(msg, stPath)) {

@@ -31,6 +31,11 @@ type ImportOptions struct {
 	// the checksum was not verified. Export the imported graph to seal it
 	// again.
 	AcceptEdited bool
+	// AcceptUnsealed imports a version 1 graph file, written before
+	// checksums: nothing can tell whether it was edited or damaged, so
+	// Import refuses it. Every validation still runs and the report says
+	// the checksum is absent. Export the imported graph to seal it.
+	AcceptUnsealed bool
 }
 
 // ImportReport says how a checkpoint was checked.
@@ -128,9 +133,12 @@ func readGraph(jsonPath string, raw []byte, opts ImportOptions) (*graphDoc, *Imp
 	switch {
 	case doc.Version == 1 && doc.Checksum != "":
 		return nil, nil, corrupt("a version 1 file has no checksum, this one has %q", safetensors.Abbreviate([]byte(doc.Checksum)))
+	case doc.Version == 1 && !opts.AcceptUnsealed:
+		return nil, nil, fmt.Errorf("importing MaseGraph: graph file %s is a version 1 file, written before checksums, so it cannot be verified "+
+			"(allowed: a sealed version 2 file; to import this one unverified, use --accept-unsealed or checkpoint.ImportOptions{AcceptUnsealed: true}, then export it again to seal it)", jsonPath)
 	case doc.Version == 1:
 		rep.Checksum = ChecksumAbsent
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a version 1 graph file, written before checksums: it was validated but cannot be checked for corruption; export it again to seal it", jsonPath))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a version 1 graph file, written before checksums: it was validated but cannot be verified (imported with AcceptUnsealed); export it again to seal it", jsonPath))
 	case !matches && !opts.AcceptEdited:
 		return nil, nil, corrupt("its second line is not the checksum line Export writes (\"checksum\": \"sha256:<64 hex digits>\"); " +
 			"to import a hand-edited file, use checkpoint.ImportWith with AcceptEdited")
@@ -234,7 +242,7 @@ func lineCol(raw []byte, offset int64) (int, int) {
 
 // rebuild makes the model and graph of a decoded checkpoint.
 func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
-	m, _, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames, doc.Model.Config)
+	m, _, reference, err := registryTree(doc.Model.Name, doc.Model.Seed, doc.InputNames, doc.Model.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -301,6 +309,9 @@ func rebuild(doc *graphDoc, f *safetensors.File) (*ir.MaseGraph, error) {
 		return nil, err
 	}
 	if err := g.Lint(); err != nil {
+		return nil, err
+	}
+	if err := checkCalls(reference, g, m); err != nil {
 		return nil, err
 	}
 	for _, part := range []struct {

@@ -79,16 +79,18 @@ func treeDiff(want, got []moduleDoc) string {
 
 // registryTree builds a registry model, traces it with the input names
 // (which registers modules created during forward, such as
-// crossentropyloss_0) and returns it with its module tree.
-func registryTree(name string, seed uint64, inputNames []string, config json.RawMessage) (*nn.Model, []moduleDoc, error) {
+// crossentropyloss_0) and returns it with its module tree and the traced
+// graph.
+func registryTree(name string, seed uint64, inputNames []string, config json.RawMessage) (*nn.Model, []moduleDoc, *ir.Graph, error) {
 	m, err := models.NewFromConfig(name, config, seed)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if _, err := trace.Trace(m, inputNames); err != nil {
-		return nil, nil, fmt.Errorf("tracing model %s with inputs %v: %w", name, inputNames, err)
+	g, err := trace.Trace(m, inputNames)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("tracing model %s with inputs %v: %w", name, inputNames, err)
 	}
-	return m, moduleTree(m), nil
+	return m, moduleTree(m), g, nil
 }
 
 // identify returns the registry name of mg's model and the leaf modules
@@ -130,7 +132,7 @@ func replacementsFor(mg *ir.MaseGraph, name string, seed uint64) ([]replacedDoc,
 			return nil, fmt.Errorf("the root is %s, the registry model's is %s", mg.Model.Root.TypeName(), def.Root.TypeName())
 		}
 	}
-	m, tree, err := registryTree(name, seed, mg.InputNames, config)
+	m, tree, _, err := registryTree(name, seed, mg.InputNames, config)
 	if err != nil {
 		return nil, err
 	}

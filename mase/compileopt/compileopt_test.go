@@ -2,6 +2,7 @@ package compileopt_test
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gomase/gomase/mase"
 	"github.com/gomase/gomase/mase/backend"
+	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/compileopt"
 	"github.com/gomase/gomase/mase/execute"
 	"github.com/gomase/gomase/mase/ir"
@@ -387,4 +389,52 @@ func TestSDPAKernelKeepsTransposesOthersRead(t *testing.T) {
 	if permutes != 4 {
 		t.Errorf("%d permutes left, want all 4", permutes)
 	}
+}
+
+// TestRewrittenGraphsExportAndImport: a graph every rewrite changed in
+// place (dropout removed, GELU and attention as host kernels, packed
+// Linear layers replaced by dequantised weights read with get_attr) is
+// exported and imported again: the import's check that the graph calls
+// the modules the model calls accepts what the rewrites leave, and the
+// imported graph computes what the rewritten one does.
+func TestRewrittenGraphsExportAndImport(t *testing.T) {
+	m, err := models.NewBertTiny(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"input_ids", "attention_mask"}
+	mg, err := mase.NewMaseGraph(m, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := passes.PackLinears(mg, passes.PackOptions{GroupSize: 32}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := trace.Trace(m, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := &ir.MaseGraph{Model: m, Graph: g, InputNames: names}
+	if _, err := compileopt.Optimize(rewritten, execute.Mode{}, compileopt.Names()); err != nil {
+		t.Fatal(err)
+	}
+	eager, err := execute.NewEager(rewritten, execute.Mode{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bertInputs()
+	want := run(t, eager, in)
+	base := filepath.Join(t.TempDir(), "rewritten")
+	if err := checkpoint.Export(base, rewritten, checkpoint.Spec{Model: "bert-tiny", Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := checkpoint.Import(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := execute.NewEager(back, execute.Mode{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "imported rewritten graph", run(t, again, in), want, 1e-6)
 }

@@ -28,6 +28,9 @@ type Session struct {
 	// experiment starts from (checkpoint.Import), e.g. Tutorial 2's
 	// ~/tutorial_2_lora; its graph must output (loss, logits).
 	Checkpoint string
+	// AcceptUnsealed imports a Checkpoint written before checksums
+	// (checkpoint.ImportOptions.AcceptUnsealed), which cannot be verified.
+	AcceptUnsealed bool
 	// Train and Test are the pretokenised splits.
 	Train, Test *data.Pretokenized
 	// Batch sets batch size, truncation, padding and the shuffling seed.
@@ -125,7 +128,8 @@ func (s *Session) Load() (*ir.MaseGraph, error) {
 	if s.Checkpoint == "" {
 		return nil, fmt.Errorf("compress: Session.Checkpoint is empty (the trained MaseGraph every experiment starts from)")
 	}
-	return checkpoint.Import(s.Checkpoint)
+	mg, _, err := checkpoint.ImportWith(s.Checkpoint, checkpoint.ImportOptions{AcceptUnsealed: s.AcceptUnsealed})
+	return mg, err
 }
 
 // evalBatches are the test batches: no shuffle, bucketed by length.
