@@ -47,8 +47,10 @@ func badInputFiles(t *testing.T) string {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.jsonl"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "folder.svg"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, folder := range []string{"folder.svg", "folder.vcd"} {
+		if err := os.Mkdir(filepath.Join(dir, folder), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Checkpoints written before checksums (version 1): one as exported,
 	// one whose layer 0 calls layer 1's query projection.
@@ -198,6 +200,8 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"sim", f("design-huge")}, "out_size 10000000000 is out of range"},
 		{[]string{"sim", f("design-fifo")}, "named pipe (FIFO), not a regular file"},
 		{[]string{"sim", f("design-ok"), "--vectors", "2000000000"}, "2000000000 vectors (allowed: 1 to 1048576)"},
+		// A waveform path that is a folder used to be printed as written, and nothing was.
+		{[]string{"sim", f("design-ok"), "--wave", f("folder.vcd")}, "is a folder or special file (allowed: a file to write)"},
 	}
 	if len(cases) < 60 {
 		t.Fatalf("only %d bad inputs", len(cases))

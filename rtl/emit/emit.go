@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/ir"
 	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/ops"
@@ -246,8 +247,12 @@ func Verilog(mg *ir.MaseGraph, dir string, opts Options) (*Design, error) {
 	if d.TopParams, err = intParams("top", tops); err != nil {
 		return nil, err
 	}
+	// Every file is written at the end, together and atomically: a failure
+	// (a full disk) leaves the folder's earlier design as it was.
+	var files []atomicfile.File
 	write := func(name string, data []byte) error {
-		return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		files = append(files, atomicfile.File{Path: filepath.Join(dir, name), Data: data})
+		return nil
 	}
 	// Parameter sources and ROMs.
 	var sourceFiles []string
@@ -315,6 +320,9 @@ func Verilog(mg *ir.MaseGraph, dir string, opts Options) (*Design, error) {
 	}
 	if err := write(DesignFile, append(js, '\n')); err != nil {
 		return nil, err
+	}
+	if err := atomicfile.Write(files...); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	return d, nil
 }

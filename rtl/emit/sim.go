@@ -16,11 +16,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/internal/atomicfile"
+	"github.com/gomase/gomase/internal/filelock"
 	"github.com/gomase/gomase/rtl"
 )
 
 // SimDir is the subdirectory of a design directory where Simulate builds
-// and runs (sim/obj, sim/obj-trace, sim/in.hex, sim/out.hex, ...).
+// and runs: the Verilator builds sim/obj and sim/obj-trace, a work folder
+// per run (sim/run-PID-*, removed when it ends) for its vectors, and the
+// last finished run's in.hex, expected.hex and out.hex.
 const SimDir = "sim"
 
 // SimOptions configure Simulate.
@@ -123,8 +127,24 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	wave, err := checkWave(opts.Wave)
+	if err != nil {
+		return nil, err
+	}
 	simDir := filepath.Join(dir, SimDir)
 	if err := os.MkdirAll(simDir, 0o755); err != nil {
+		return nil, err
+	}
+	// Each run has its own work folder for its vectors and outputs, so
+	// that runs on one design do not read each other's files.
+	sweepRuns(simDir)
+	work, err := os.MkdirTemp(simDir, fmt.Sprintf("%s%d-", runPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("emit: making a work folder in %s: %w", simDir, err)
+	}
+	defer os.RemoveAll(work)
+	workRel, err := filepath.Rel(dir, work)
+	if err != nil {
 		return nil, err
 	}
 	// Inputs and expected outputs.
@@ -161,35 +181,41 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 		wantText.WriteByte('\n')
 	}
 	for name, data := range map[string][]byte{"in.hex": inText.Bytes(), "expected.hex": wantText.Bytes()} {
-		if err := os.WriteFile(filepath.Join(simDir, name), data, 0o644); err != nil {
-			return nil, err
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+			return nil, fmt.Errorf("emit: %w", err)
 		}
 	}
 	res := &SimResult{Vectors: opts.Vectors, WantBeats: len(wantBeats)}
-	exe, built, buildTime, err := build(ctx, dir, d, opts.Wave != "", logf)
+	// The build is shared: one run builds (or finds the build current)
+	// under an exclusive lock, and runs keep a shared lock while they use
+	// it, so that no run rebuilds it under another.
+	lock, err := filelock.Acquire(filepath.Join(simDir, "build.lock"), true)
+	if err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
+	}
+	defer lock.Release()
+	exe, built, buildTime, err := build(ctx, dir, d, wave != "", logf)
 	if err != nil {
 		return nil, err
 	}
+	if err := lock.Share(); err != nil {
+		return nil, fmt.Errorf("emit: %w", err)
+	}
 	res.Built, res.BuildTime = built, buildTime
-	outFile := filepath.Join(SimDir, "out.hex")
-	os.Remove(filepath.Join(dir, outFile))
+	outFile := filepath.Join(workRel, "out.hex")
 	inBeats := len(rtl.RowBeats(xs, in.Par0, in.Par1))
 	// Generous: every beat may wait ~100/p cycles on both sides, and a
 	// linear layer needs NB·KB cycles per row group.
 	timeout := 1000 + (inBeats+len(wantBeats))*200*100/min(opts.PValid, opts.PReady)
 	args := []string{
-		"+in=" + filepath.Join(SimDir, "in.hex"), "+out=" + outFile,
+		"+in=" + filepath.Join(workRel, "in.hex"), "+out=" + outFile,
 		fmt.Sprintf("+out_beats=%d", len(wantBeats)), fmt.Sprintf("+seed=%d", uint32(opts.Seed)),
 		fmt.Sprintf("+p_valid=%d", opts.PValid), fmt.Sprintf("+p_ready=%d", opts.PReady),
 		fmt.Sprintf("+timeout=%d", timeout),
 	}
-	if opts.Wave != "" {
-		w, err := filepath.Abs(opts.Wave)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "+wave="+w)
-		res.Wave = w
+	if wave != "" {
+		args = append(args, "+wave="+wave)
+		res.Wave = wave
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = dir // the ROM sources read their .dat files from here
@@ -207,6 +233,14 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 	}
 	gotBeats, err := readBeats(filepath.Join(dir, outFile), out)
 	if err != nil {
+		return res, err
+	}
+	if wave != "" {
+		if info, err := os.Stat(wave); err != nil || !info.Mode().IsRegular() {
+			return res, fmt.Errorf("emit: the simulation wrote no waveform to %s", wave)
+		}
+	}
+	if err := publishRun(simDir, work); err != nil {
 		return res, err
 	}
 	res.Beats = len(gotBeats)
@@ -236,6 +270,72 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 		res.Mismatches = append(res.Mismatches, fmt.Sprintf("%d vectors did not match", res.Vectors-res.Matched))
 	}
 	return res, nil
+}
+
+// publishRun copies a run's vectors and outputs (in.hex, expected.hex,
+// out.hex) into simDir, the record of the last run to finish, all three
+// replaced together under a lock (atomicfile: a reader sees one run's).
+func publishRun(simDir, work string) error {
+	lock, err := filelock.Acquire(filepath.Join(simDir, "last.lock"), true)
+	if err != nil {
+		return fmt.Errorf("emit: %w", err)
+	}
+	defer lock.Release()
+	var files []atomicfile.File
+	for _, name := range []string{"in.hex", "expected.hex", "out.hex"} {
+		data, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			return fmt.Errorf("emit: %w", err)
+		}
+		files = append(files, atomicfile.File{Path: filepath.Join(simDir, name), Data: data})
+	}
+	if err := atomicfile.Write(files...); err != nil {
+		return fmt.Errorf("emit: %w", err)
+	}
+	return nil
+}
+
+// runPrefix begins the name of a run's work folder in SimDir, followed by
+// the pid of the process running it.
+const runPrefix = "run-"
+
+// sweepRuns removes the work folders that runs of processes no longer
+// alive left in simDir (a killed `mase sim`).
+func sweepRuns(simDir string) {
+	left, _ := filepath.Glob(filepath.Join(simDir, runPrefix+"*"))
+	for _, p := range left {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(p), runPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		if info, err := os.Lstat(p); err == nil && info.IsDir() {
+			os.RemoveAll(p)
+		}
+	}
+}
+
+// checkWave checks a waveform path before any work: a file (new, or one
+// to replace) in a folder that exists, named .vcd. It returns the
+// absolute path ("" for none).
+func checkWave(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if filepath.Ext(path) != ".vcd" {
+		return "", fmt.Errorf("emit: waveform %s: unsupported file extension (allowed: .vcd)", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(abs); err == nil && !info.Mode().IsRegular() {
+		return "", fmt.Errorf("emit: waveform %s is a folder or special file (allowed: a file to write)", path)
+	}
+	if info, err := os.Stat(filepath.Dir(abs)); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("emit: waveform %s: no folder %s to write it in", path, filepath.Dir(abs))
+	}
+	return abs, nil
 }
 
 // readBeats parses the testbench's output file: one beat per line, lanes
