@@ -31,6 +31,10 @@ func badInputFiles(t *testing.T) string {
 		}
 	}
 	write("notes.txt", "a text file\nwithout a final newline")
+	write("hub/model.safetensors", "\x10\x00\x00\x00\x00\x00\x00\x00{\"__metadata__\":{}}")
+	if err := os.MkdirAll(filepath.Join(dir, "ckpt.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	write("config-like.json", `{"model_type": "bert", "hidden_size": 128}`+"\n")
 	write("garbage.safetensors", "\x00\x01\x02 not a safetensors file")
 	write("garbage.json", "{ not json")
@@ -176,6 +180,10 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"search", "--space", "toy", "--plot", f("folder.svg")}, "is a folder"},
 		{[]string{"graph", "--model", "mlp", "--draw", f("g.pdf")}, "unsupported file extension (allowed: .svg, .html, .dot)"},
 		{[]string{"train", "--out", f("missing/ckpt")}, "no folder"},
+		// Both files of the checkpoint are checked before training (a folder at ckpt.json used to fail after it),
+		// and a file Export did not write is never replaced.
+		{[]string{"train", "--dataset", "sst2", "--limit", "8", "--out", f("ckpt")}, "ckpt.json is a folder or special file"},
+		{[]string{"train", "--dataset", "sst2", "--limit", "8", "--out", f("hub/model")}, "model.safetensors exists and is not a parameters file gomase wrote: refusing to overwrite it"},
 		// Files that are not what a flag wants.
 		{[]string{"search", "--space", "toy", "--storage", f("notes.txt")}, "not"},
 		{[]string{"search", "--space", "toy", "--storage", f("config-like.json")}, "not"},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/progress"
@@ -58,8 +59,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *limit < 0 || *evalLimit < 0 || *loraRank < 0 {
 		return fmt.Errorf("--limit, --eval-limit and --lora-rank must be ≥ 0")
 	}
-	if err := checkOutputPath("--out", *out); err != nil {
-		return err
+	if *out != "" {
+		if err := checkpoint.CheckOutput(*out); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	set := flagsSet(fs)
 	opts := finetune.Options{Model: *model, Dataset: *dataset, Limit: *limit, EvalLimit: *evalLimit, MaxLen: *maxLen,

@@ -4,10 +4,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,7 +57,7 @@ func Write(files ...File) (err error) {
 			return fmt.Errorf("cannot write %s: directory %s does not exist", f.Path, dir)
 		}
 		sweep(f.Path)
-		tmp, cerr := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".tmp-*")
+		tmp, cerr := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%d-*", filepath.Base(f.Path), os.Getpid()))
 		if cerr != nil {
 			return fmt.Errorf("cannot write %s: creating a temporary file in %s: %w", f.Path, dir, cerr)
 		}
@@ -125,14 +128,30 @@ func syncDirs(files []File) {
 const staleAfter = 10 * time.Minute
 
 // sweep removes the temporary files of earlier writes to path that were
-// killed before they could remove them.
+// killed before they could remove them: at once when the name's pid
+// (".NAME.tmp-PID-RANDOM") is of no live process, else once stale.
 func sweep(path string) {
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	prefix := "." + filepath.Base(path) + ".tmp-"
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), globEscape(prefix)+"*"))
 	for _, t := range left {
-		if info, err := os.Lstat(t); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > staleAfter {
+		info, err := os.Lstat(t)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		pidText, _, named := strings.Cut(strings.TrimPrefix(filepath.Base(t), prefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		writerGone := named && err == nil && pid > 0 && pid != os.Getpid() && !processAlive(pid)
+		if writerGone || time.Since(info.ModTime()) > staleAfter {
 			os.Remove(t)
 		}
 	}
+}
+
+// processAlive reports whether a process with this pid exists (EPERM: it
+// does, under another user).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // globEscape escapes the characters filepath.Match treats specially.

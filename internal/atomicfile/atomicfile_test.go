@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,13 +95,16 @@ func TestWriteRefusesBadPaths(t *testing.T) {
 }
 
 // TestWriteSweepsKilledWrites: the temporary files a killed write left
-// beside a path go at the next write to that path once they are stale;
-// a fresh one (a write under way) and other files stay.
+// beside a path go at the next write to that path: at once when the
+// process that wrote them is gone, else once they are stale; a fresh one
+// of a live process (a write under way) and other files stay.
 func TestWriteSweepsKilledWrites(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model[1].json")
 	stale, fresh, other := filepath.Join(dir, ".model[1].json.tmp-111"), filepath.Join(dir, ".model[1].json.tmp-222"), filepath.Join(dir, ".other.json.tmp-333")
-	for _, p := range []string{stale, fresh, other} {
+	killed := filepath.Join(dir, ".model[1].json.tmp-2147483646-123")
+	live := filepath.Join(dir, fmt.Sprintf(".model[1].json.tmp-%d-456", os.Getppid()))
+	for _, p := range []string{stale, fresh, other, killed, live} {
 		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -114,10 +118,12 @@ func TestWriteSweepsKilledWrites(t *testing.T) {
 	if err := Write(File{Path: path, Data: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("the killed write's %s is still there: %v", stale, err)
+	for _, p := range []string{stale, killed} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the killed write's %s is still there: %v", p, err)
+		}
 	}
-	for _, p := range []string{fresh, other, path} {
+	for _, p := range []string{fresh, other, live, path} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}

@@ -161,7 +161,8 @@ func Paths(base string) (safetensorsPath, jsonPath string, err error) {
 // input names, the registry model and a SHA-256 of the parameters file),
 // sealed with a checksum of its own bytes (seal.go).
 // Both files are written to temporary files and synced before either is
-// renamed into place. spec.Model may be empty when the model can be
+// renamed into place; files already at those paths are replaced only when
+// an Export wrote them (CheckOutput). spec.Model may be empty when the model can be
 // identified among models.Names; Export fails when the graph's module tree
 // is not the one models.New builds, since Import could not rebuild it.
 func Export(base string, mg *ir.MaseGraph, spec Spec) error {
@@ -170,6 +171,9 @@ func Export(base string, mg *ir.MaseGraph, spec Spec) error {
 		return err
 	}
 	wrap := func(err error) error { return fmt.Errorf("exporting MaseGraph to %s: %w", jsonPath, err) }
+	if err := CheckOutput(base); err != nil {
+		return wrap(err)
+	}
 	if mg == nil || mg.Graph == nil || mg.Model == nil {
 		return wrap(fmt.Errorf("the MaseGraph, its Graph and its Model must be set"))
 	}
