@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gomase/gomase/mase/download"
 )
 
 // signalGrace is how long a command has, after SIGINT or SIGTERM, to
@@ -50,6 +52,7 @@ func interruptible() (ctx context.Context, release func()) {
 		case <-time.After(signalGrace):
 		}
 		release()
+		download.RemoveTemporaries() // the downloads' own clean-up will not run
 		resend(sig)
 	}()
 	return ctx, release

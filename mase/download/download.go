@@ -228,10 +228,12 @@ func (t *Transfer) Save(resp *http.Response, f File) (res Result, err error) {
 			base = base[:100]
 		}
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*"+Suffix)
+	tmp, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		return res, fmt.Errorf("download of %s: %w", name, err)
 	}
+	live.Store(tmp.Name(), true)
+	defer live.Delete(tmp.Name())
 	kept := false
 	defer func() {
 		if !kept {

@@ -300,14 +300,16 @@ func TestSweep(t *testing.T) {
 		stale bool
 		swept bool
 	}{
-		{".model.bin.123.incomplete", true, true},           // ours, abandoned
-		{".download.9.incomplete", true, true},              // ours, abandoned
-		{".config.json.456.incomplete", false, false},       // ours, live (written just now)
-		{"0a1b2c.incomplete", true, false},                  // huggingface_hub's resumable partial blob
-		{"model.bin", true, false},                          // a finished file
-		{".model.bin.123.incomplete.keep", true, false},     // not a temporary name
-		{".incomplete", true, false},                        // no name before the suffix
-		{"sub.incomplete-dir/.x.1.incomplete", true, false}, // not directly in dir
+		{".model.bin.123.incomplete", true, true},                                // ours, abandoned
+		{".download.9.incomplete", true, true},                                   // ours, abandoned
+		{".config.json.456.incomplete", false, false},                            // ours, live (written just now)
+		{".vocab.txt.2147483646-77.incomplete", false, true},                     // ours, of a process no longer alive
+		{fmt.Sprintf(".vocab.txt.%d-78.incomplete", os.Getppid()), false, false}, // ours, of a live process
+		{"0a1b2c.incomplete", true, false},                                       // huggingface_hub's resumable partial blob
+		{"model.bin", true, false},                                               // a finished file
+		{".model.bin.123.incomplete.keep", true, false},                          // not a temporary name
+		{".incomplete", true, false},                                             // no name before the suffix
+		{"sub.incomplete-dir/.x.1.incomplete", true, false},                      // not directly in dir
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.name))
@@ -388,5 +390,55 @@ func TestCheckBytes(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v %q: %v, want %q", c.content, c.body, err, c.want)
 		}
+	}
+}
+
+// TestRemoveTemporaries: a signal handler about to end the process removes
+// the temporary file of a download still under way (its own clean-up
+// would not run).
+func TestRemoveTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "8")
+		w.Write([]byte("half"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Get(ctx, nil, srv.URL, File{Path: filepath.Join(dir, "model.bin"), Limit: 8}, Options{Stall: time.Minute})
+		done <- err
+	}()
+	temps := func() []string {
+		es, _ := os.ReadDir(dir)
+		var out []string
+		for _, e := range es {
+			if IsTemp(e.Name()) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(temps()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the download made no temporary file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	RemoveTemporaries()
+	if left := temps(); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	cancel()
+	close(release)
+	if err := <-done; err == nil {
+		t.Error("the cancelled download succeeded")
 	}
 }

@@ -1,9 +1,14 @@
 package download
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -15,10 +20,11 @@ func IsTemp(name string) bool {
 }
 
 // Sweep removes the temporary files (IsTemp) directly in dir that were
-// last written more than age ago: a live Save writes at least every stall
-// timeout or gives up, so such a file was left by a process that was
-// killed. It returns the paths it removed; a folder it cannot read is an
-// error, a file it cannot remove is skipped.
+// left by a process that was killed: those whose name carries the pid of
+// no live process (".NAME.PID-RANDOM.incomplete", as Save names them), and
+// any last written more than age ago (a live Save writes at least every
+// stall timeout or gives up). It returns the paths it removed; a folder it
+// cannot read is an error, a file it cannot remove is skipped.
 func Sweep(dir string, age time.Duration) ([]string, error) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
@@ -34,7 +40,7 @@ func Sweep(dir string, age time.Duration) ([]string, error) {
 			continue
 		}
 		info, err := e.Info()
-		if err != nil || !info.ModTime().Before(cutoff) {
+		if err != nil || (!info.ModTime().Before(cutoff) && !writerGone(e.Name())) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -43,4 +49,40 @@ func Sweep(dir string, age time.Duration) ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// tempPattern is the os.CreateTemp pattern of Save's temporary file for
+// base: the pid of this process, then CreateTemp's random part.
+func tempPattern(base string) string {
+	return fmt.Sprintf(".%s.%d-*%s", base, os.Getpid(), Suffix)
+}
+
+// writerGone reports whether a temporary file's name carries the pid of a
+// process other than this one that is no longer alive.
+func writerGone(name string) bool {
+	rest := strings.TrimSuffix(name, Suffix)
+	dash := strings.LastIndexByte(rest, '-')
+	if dash < 0 {
+		return false
+	}
+	dot := strings.LastIndexByte(rest[:dash], '.')
+	pid, err := strconv.Atoi(rest[dot+1 : dash])
+	if dot < 0 || err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err != nil && !errors.Is(err, syscall.EPERM)
+}
+
+// live are the temporary files this process's Saves are writing.
+var live sync.Map
+
+// RemoveTemporaries removes the temporary files of the downloads this
+// process is running: for a signal handler about to end the process,
+// where the downloads' own clean-up would not run.
+func RemoveTemporaries() {
+	live.Range(func(path, _ any) bool {
+		os.Remove(path.(string))
+		return true
+	})
 }

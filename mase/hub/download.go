@@ -159,6 +159,10 @@ func (c *config) download(ctx context.Context, id, file, repo string) (string, e
 		etag = cleanEtag(firstHeader(hops, "ETag"))
 	}
 	lim := limitFor(file, firstHeader(hops, "X-Linked-Size"), resp.ContentLength)
+	if lim.bytes > MaxFileBytes {
+		return "", errorf(nil, "%s from %s: %s is %d bytes, more than the %d one file may be (a file gomase loads is read whole); refused before reading",
+			name, c.endpoint, lim.why, lim.bytes, int64(MaxFileBytes))
+	}
 	var blob string
 	if etag != "" {
 		blob = filepath.Join(blobs, etag)

@@ -105,6 +105,15 @@ func TestHostileResponses(t *testing.T) {
 			}
 			endless(w, r, "", 8<<20)
 		}, []string{"model.safetensors of org/model", "HOST", "limit of 1000 bytes", "X-Linked-Size"}, linked + 1},
+		{"LFS file claimed to be 10^12 bytes", "model.safetensors", func(w http.ResponseWriter, r *http.Request, file string) {
+			if !strings.HasPrefix(r.URL.Path, "/cdn/") {
+				w.Header().Set("X-Linked-Etag", `"`+sha256hex("W")+`"`)
+				w.Header().Set("X-Linked-Size", "1000000000000")
+				http.Redirect(w, r, "/cdn/blob", http.StatusFound)
+				return
+			}
+			endless(w, r, "", 8<<20)
+		}, []string{"model.safetensors of org/model", "X-Linked-Size", "is 1000000000000 bytes, more than the 8589934592 one file may be", "refused before reading"}, 0},
 		{"HTML page as config.json", "config.json", func(w http.ResponseWriter, r *http.Request, _ string) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write([]byte("<!DOCTYPE html><html><body>Please log in to the network</body></html>"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/download"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // Size caps of downloaded files. The hub vouches for an LFS file's size
@@ -26,6 +27,9 @@ const (
 	// (no X-Linked-Size, no Content-Length): larger than every BERT
 	// checkpoint (bert-large: 1.3 GB).
 	MaxUnsizedBytes = 4 << 30
+	// MaxFileBytes caps any file, whatever size the hub claims for it: a
+	// weights file is loaded whole, within limits.MaxModelBytes.
+	MaxFileBytes = limits.MaxModelBytes
 )
 
 // limit is what a download of one file may be.
