@@ -7,6 +7,8 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/go-xla/compute/xla" // registers the "xla" backend too
+
+	"github.com/gomase/gomase/internal/xlainit"
 )
 
 // XLAAvailable reports whether this binary includes GoMLX's XLA backend
@@ -18,6 +20,7 @@ const XLAAvailable = true
 const xlaMissing = ""
 
 func init() {
+	xlainit.Restore() // go-xla's initialisation has run: HOME as it was
 	// go-xla would download PJRT plugins from GitHub or PyPI when a plugin
 	// is named rather than given by path; gomase never downloads.
 	xla.EnableAutoInstall(false)
