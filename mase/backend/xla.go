@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/go-xla/compute/xla" // registers the "xla" backend too
 
-	"github.com/gomase/gomase/internal/xlainit"
+	"github.com/gomase/gomase/mase/backend/xlainit"
 )
 
 // XLAAvailable reports whether this binary includes GoMLX's XLA backend

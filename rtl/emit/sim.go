@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gomase/gomase/internal/atomicfile"
-	"github.com/gomase/gomase/internal/filelock"
+	"github.com/gomase/gomase/mase/filelock"
 	"github.com/gomase/gomase/rtl"
 )
 
