@@ -13,6 +13,7 @@ import (
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/passes"
+	"github.com/gomase/gomase/mase/scratch"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/mase/ui/progress"
@@ -116,7 +117,7 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	defer release()
 	start := *ckpt
 	if start == "" {
-		dir, err := os.MkdirTemp("", "gomase-compress-")
+		dir, err := scratch.Dir("", "gomase-compress-")
 		if err != nil {
 			return err
 		}

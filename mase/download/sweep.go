@@ -1,15 +1,15 @@
 package download
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/gomase/gomase/mase/scratch"
 )
 
 // IsTemp reports whether name is a temporary file name Save makes: a
@@ -70,8 +70,7 @@ func writerGone(name string) bool {
 	if dot < 0 || err != nil || pid <= 0 || pid == os.Getpid() {
 		return false
 	}
-	err = syscall.Kill(pid, 0)
-	return err != nil && !errors.Is(err, syscall.EPERM)
+	return !scratch.ProcessAlive(pid)
 }
 
 // live are the temporary files this process's Saves are writing.

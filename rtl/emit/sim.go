@@ -18,6 +18,7 @@ import (
 
 	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/filelock"
+	"github.com/gomase/gomase/mase/scratch"
 	"github.com/gomase/gomase/rtl"
 )
 
@@ -137,10 +138,9 @@ func Simulate(ctx context.Context, dir string, opts SimOptions) (*SimResult, err
 	}
 	// Each run has its own work folder for its vectors and outputs, so
 	// that runs on one design do not read each other's files.
-	sweepRuns(simDir)
-	work, err := os.MkdirTemp(simDir, fmt.Sprintf("%s%d-", runPrefix, os.Getpid()))
+	work, err := scratch.Dir(simDir, runPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("emit: making a work folder in %s: %w", simDir, err)
+		return nil, fmt.Errorf("emit: %w", err)
 	}
 	defer os.RemoveAll(work)
 	workRel, err := filepath.Rel(dir, work)
@@ -295,25 +295,9 @@ func publishRun(simDir, work string) error {
 	return nil
 }
 
-// runPrefix begins the name of a run's work folder in SimDir, followed by
-// the pid of the process running it.
+// runPrefix begins the name of a run's work folder in SimDir (scratch.Dir:
+// the pid of the process running it follows).
 const runPrefix = "run-"
-
-// sweepRuns removes the work folders that runs of processes no longer
-// alive left in simDir (a killed `mase sim`).
-func sweepRuns(simDir string) {
-	left, _ := filepath.Glob(filepath.Join(simDir, runPrefix+"*"))
-	for _, p := range left {
-		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(p), runPrefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || processAlive(pid) {
-			continue
-		}
-		if info, err := os.Lstat(p); err == nil && info.IsDir() {
-			os.RemoveAll(p)
-		}
-	}
-}
 
 // checkWave checks a waveform path before any work: a file (new, or one
 // to replace) in a folder that exists, named .vcd. It returns the
