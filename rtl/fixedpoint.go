@@ -143,6 +143,17 @@ func Linear(x []int64, w [][]int64, b []int64, in, wf, bf, out Format) []int64 {
 	return y
 }
 
+// Add is the integer model of fixed_adder, a residual add: a (format af)
+// and b (format bf) are aligned exactly to the larger fraction width, summed
+// exactly, and the sum is cast to out (floor rounding, saturation). Formats
+// are at most 32 bits wide with fractions of at most 30 bits, so the aligned
+// sum fits an int64.
+func Add(a int64, af Format, b int64, bf Format, out Format) int64 {
+	frac := max(af.Frac, bf.Frac)
+	sum := a<<(frac-af.Frac) + b<<(frac-bf.Frac)
+	return Cast(sum, Format{Width: 63, Frac: frac}, out)
+}
+
 // ReLU is the integer model of fixed_relu: cast(max(x, 0)) from in to out.
 func ReLU(x int64, in, out Format) int64 { return Cast(max(x, 0), in, out) }
 

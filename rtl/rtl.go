@@ -30,6 +30,7 @@ var Components = []string{
 	"fixed_linear",
 	"fixed_relu",
 	"fixed_leaky_relu",
+	"fixed_adder",
 	"fixed_param_source",
 }
 
@@ -39,6 +40,7 @@ var Dependencies = map[string][]string{
 	"fixed_linear":     {"fixed_dot_product", "fixed_cast", "skid_buffer"},
 	"fixed_relu":       {"fixed_cast"},
 	"fixed_leaky_relu": {"fixed_cast"},
+	"fixed_adder":      {"skid_buffer", "fixed_cast"},
 }
 
 // Testbenches lists the testbench top modules under tb/ (tb/<name>.sv).
@@ -50,6 +52,7 @@ var Testbenches = []string{
 	"tb_fixed_activation",
 	"tb_fixed_param_source",
 	"tb_fixed_linear",
+	"tb_fixed_adder",
 }
 
 // Source returns the SystemVerilog text of a library component.

@@ -183,3 +183,25 @@ endmodule
 		t.Error("a range select of an array should be refused")
 	}
 }
+
+// TestFixedAdder: the residual add synthesises with no hand edits; its
+// flip-flops are the two input skid buffers (two beats each), its LUTs the
+// aligned adders and casts.
+func TestFixedAdder(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "fixed_adder", labParams(map[string]int{"DATA_IN_1_PRECISION_1": 5}))
+	// 4 lanes of 8 bits per input: two skid buffers of 2×32 data bits, plus
+	// valid bits — less the two lowest bits of Q(8,5)'s lanes, which never
+	// reach a Q(8,3) output (floor, no carry from the zeros beside them):
+	// 128 - 2×2×4 = 112.
+	if s.FlipFlops < 112 || s.FlipFlops > 112+8 {
+		t.Errorf("fixed_adder: %d flip-flops, want the skid buffers' 112 live data bits and a few valid bits", s.FlipFlops)
+	}
+	same := synth(t, "fixed_adder", labParams(nil))
+	if same.FlipFlops < 128 || same.FlipFlops > 128+8 {
+		t.Errorf("fixed_adder of equal formats: %d flip-flops, want 128 data bits and a few valid bits", same.FlipFlops)
+	}
+	if s.LUTs < 4*8 || s.LUTs > 4*200 {
+		t.Errorf("fixed_adder: %d LUTs, implausible for 4 lanes of 8-bit adds and casts", s.LUTs)
+	}
+}
