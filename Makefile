@@ -50,7 +50,7 @@ FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
 	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
 	./mase/search/storages:FuzzJournalRead \
 	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig \
-	./mase/checkpoint:FuzzImportGraph ./rtl/emit:FuzzDesignJSON
+	./mase/checkpoint:FuzzImportGraph ./rtl/emit:FuzzDesignJSON ./kernel/runner:FuzzLoadNotebook
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

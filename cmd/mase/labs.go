@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gomase/gomase/kernel/report"
@@ -85,16 +87,21 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		if !strings.HasSuffix(nb, ".ipynb") {
 			return fmt.Errorf("%q is not a notebook: arguments must be .ipynb files", nb)
 		}
-		if _, err := os.Stat(nb); err != nil {
+	}
+	// Every output is checked before any notebook runs (runner.Run checks
+	// the notebooks and --out).
+	if *shots != "" {
+		if err := runner.CheckOutputFolder("--screenshots", *shots); err != nil {
 			return err
 		}
 	}
+	opts.Notices = stderr
 
 	if sc == scale.Full && !scale.IsGPUBackend(scale.BackendName()) {
 		fmt.Fprintf(stderr, "mase labs: full scale on the %s backend trains on all of IMDb at 512 tokens: more than a day on a few CPU cores (--scale standard finishes within an hour on two)\n", scale.BackendName())
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopOnSignal(stderr)
 	defer stop()
 	run := report.DescribeRun(root, sc)
 	outDir := *out
@@ -116,8 +123,12 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 	}
 	results, err := runner.Run(ctx, notebooks, opts)
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return fmt.Errorf("%w before any notebook ran", cause)
+		}
 		return err
 	}
+	interrupted := context.Cause(ctx)
 	width := 0
 	for _, r := range results {
 		width = max(width, len(r.Name))
@@ -143,6 +154,9 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "index: %s\n", index)
+	if interrupted != nil {
+		return fmt.Errorf("%w after %d of %d notebooks (the one running was stopped with its kernel; reports so far in %s)", interrupted, len(results), len(notebooks), index)
+	}
 	if *check {
 		if err := report.CheckPage(index, false); err != nil {
 			return fmt.Errorf("index check: %w", err)
@@ -157,6 +171,40 @@ func runLabs(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d of %d notebooks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// stopOnSignal returns a context that SIGINT and SIGTERM cancel with the
+// cause "interrupted by SIGINT" (or SIGTERM): the runner then stops the
+// running notebook's kernel and every process of the run, and the command
+// writes the report and the index and ends. Later signals only say that
+// it is stopping. stop ends the handling.
+func stopOnSignal(stderr io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if ctx.Err() == nil {
+					cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
+				} else {
+					fmt.Fprintf(stderr, "mase labs: %s: already stopping the kernel (at most about 30 s)\n", signalName(sig))
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel(nil)
+		})
+	}
 }
 
 // chooseScale is the scale the flags name: at most one of --scale, --quick

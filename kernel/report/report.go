@@ -13,7 +13,6 @@ import (
 	"html/template"
 	"io"
 	"mime"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,8 +24,10 @@ import (
 	"github.com/yuin/goldmark/parser"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/ui/widget"
 )
 
@@ -51,13 +52,15 @@ type Info struct {
 	BaseDir string
 }
 
-// Write renders nb as a self-contained HTML file at path.
+// Write renders nb as a self-contained HTML file at path, written whole
+// (atomicfile): a failed write (a full disk) leaves the previous report,
+// if any, and no temporary file.
 func Write(path string, nb *notebook.Notebook, info Info) error {
 	var buf bytes.Buffer
 	if err := RenderHTML(&buf, nb, info); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(atomicfile.File{Path: path, Data: buf.Bytes()}); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
@@ -94,6 +97,14 @@ func RenderHTML(w io.Writer, nb *notebook.Notebook, info Info) error {
 	if info.Err != nil {
 		page.Error = notebook.StripANSI(info.Err.Error())
 	}
+	stamp, err := json.Marshal(pageResult{
+		Notebook: info.Name, Title: page.Title, OK: info.Err == nil, Error: firstLine(page.Error),
+		Seconds: info.Duration.Seconds(), Scale: string(info.Scale), Backend: info.Backend, Generated: info.Generated,
+	})
+	if err != nil {
+		return fmt.Errorf("rendering report: %w", err)
+	}
+	page.Result = string(stamp)
 	for i := range nb.Cells {
 		page.Cells = append(page.Cells, template.HTML(r.cell(&nb.Cells[i], i+1)))
 	}
@@ -105,7 +116,7 @@ func RenderHTML(w io.Writer, nb *notebook.Notebook, info Info) error {
 	if err := CheckOffline(doc); err != nil {
 		return fmt.Errorf("report is not self-contained: %w", err)
 	}
-	_, err := io.WriteString(w, doc)
+	_, err = io.WriteString(w, doc)
 	return err
 }
 
@@ -114,6 +125,8 @@ type pageData struct {
 	OK, Quick                                                       bool
 	Failed                                                          int
 	Cells                                                           []template.HTML
+	// Result is the pageResult JSON of the page's result meta element.
+	Result string
 }
 
 type reportRenderer struct {
@@ -275,7 +288,7 @@ func (r *reportRenderer) inlineImages(frag string, attachments map[string]notebo
 		}
 		if r.info.BaseDir != "" && !filepath.IsAbs(src) && !strings.Contains(src, ":") {
 			p := filepath.Join(r.info.BaseDir, filepath.FromSlash(strings.SplitN(src, "?", 2)[0]))
-			if data, err := os.ReadFile(p); err == nil {
+			if data, err := limits.ReadFile(p, markdownImage); err == nil {
 				mt := mime.TypeByExtension(strings.ToLower(filepath.Ext(p)))
 				if mt == "" {
 					mt = "application/octet-stream"
@@ -286,6 +299,10 @@ func (r *reportRenderer) inlineImages(frag string, attachments map[string]notebo
 		return s
 	})
 }
+
+// markdownImage bounds an image file a markdown cell shows, embedded in
+// the report (a device or FIFO is refused, not read).
+var markdownImage = limits.File{What: "an image in a notebook's markdown", Max: 64 << 20}
 
 // notebookTitle is the text of the notebook's first markdown heading, or
 // its file name.
@@ -373,6 +390,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="gomase mase labs">
+<meta name="gomase-result" content="{{.Result}}">
 <title>{{.Title}}</title>
 <style>
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --code-bg:#f6f8fa; --ok:#1a7f37; --bad:#cf222e; --accent:#0969da; }

@@ -3,9 +3,12 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +115,114 @@ func TestEndToEndFailures(t *testing.T) {
 	if got := string(nb.Cells[1].Outputs[0].Text); got != "first cell runs\n" {
 		t.Errorf("first code cell printed %q", got)
 	}
+}
+
+// markedUnder lists the processes whose RunEnv names a folder in dir.
+func markedUnder(dir string) []int {
+	var pids []int
+	environs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range environs {
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if strings.HasPrefix(kv, RunEnv+"="+dir+string(filepath.Separator)) {
+				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && Alive(pid) {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// lineWatch is an io.Writer that closes seen once a line holding want
+// has been written.
+type lineWatch struct {
+	mu   sync.Mutex
+	want string
+	buf  strings.Builder
+	seen chan struct{}
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), w.want)
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+// TestEndToEndInterrupt stops a run while its cell's program spins (its
+// context cancelled, as SIGTERM and SIGINT do in mase labs): RunNotebook
+// returns within seconds with an *Interrupted naming the cause and the
+// cell, the report says so (not "the kernel died"), and no process of the
+// run (kernel, gopls, the cell's program) and nothing in TMPDIR is left.
+func TestEndToEndInterrupt(t *testing.T) {
+	opts := requireKernel(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	watch := &lineWatch{want: "cell 2/2 running", seen: make(chan struct{})}
+	opts.Progress = watch
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopped := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-watch.seen:
+		case <-time.After(3 * time.Minute):
+		}
+		// Wait for the cell's program (GoNB's gonb_* binary) to spin.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if cellProgramRuns(tmp) {
+				break
+			}
+		}
+		stopped <- time.Now()
+		cancel(errors.New("interrupted by SIGTERM"))
+	}()
+	r := RunNotebook(ctx, filepath.Join("testdata", "e2e_forever.ipynb"), opts)
+	at := <-stopped
+	if took := time.Since(at); took > 30*time.Second {
+		t.Errorf("RunNotebook returned %s after the interruption", took.Round(time.Millisecond))
+	}
+	var stop *Interrupted
+	if !errors.As(r.Err, &stop) || stop.Cell != 2 {
+		t.Fatalf("error %v (%T), want an *Interrupted at cell 2", r.Err, r.Err)
+	}
+	want := "interrupted by SIGTERM while cell 2 (In [1], id spin) `fmt.Println(\"spinning\")` ran"
+	if !strings.HasPrefix(r.Err.Error(), want) {
+		t.Errorf("error %q, want it to start with %q", r.Err, want)
+	}
+	page, err := os.ReadFile(r.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "interrupted by SIGTERM while cell 2") || strings.Contains(string(page), "kernel died") {
+		t.Errorf("the report does not say the run was interrupted:\n%.3000s", page)
+	}
+	if pids := markedUnder(tmp); len(pids) > 0 {
+		t.Errorf("processes of the run still alive after RunNotebook: %v", pids)
+		StopProcesses(pids, time.Second)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("TMPDIR holds %v after the run", entries)
+	}
+}
+
+// cellProgramRuns reports whether a program GoNB built for a cell runs
+// among the processes of the runs in dir.
+func cellProgramRuns(dir string) bool {
+	for _, pid := range markedUnder(dir) {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && strings.HasPrefix(filepath.Base(exe), "gonb_") {
+			return true
+		}
+	}
+	return false
 }

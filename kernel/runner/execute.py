@@ -8,11 +8,23 @@ cell tagged "raises-exception" may fail), and always writes the executed,
 possibly partial, notebook to OUT. Progress lines go to stderr; the last
 stdout line is a JSON status: {"status": "ok" | "cell_error" | "timeout" |
 "dead_kernel" | "error", "cell": 1-based index or 0, "message": text}.
+SIGTERM or SIGINT while the kernel runs shuts it down (nbclient's handlers);
+mase labs sends SIGTERM when it is stopped, and starts this script so that it
+gets SIGTERM when mase labs dies (PR_SET_PDEATHSIG).
 With --check it prints the kernelspec as JSON, or exits 3 if it is missing.
 """
 import json
+import signal
 import sys
 import time
+
+
+def say(text, stream):
+    """Writes a line; a reader that went away (mase labs was killed) is ignored."""
+    try:
+        print(text, file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def check(kernel):
@@ -30,7 +42,11 @@ def main(src, dst, kernel, timeout, workdir):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    nb = nbformat.read(src, as_version=4)
+    try:
+        nb = nbformat.read(src, as_version=4)
+    except Exception as e:  # mase labs checks the file first; this is a backstop
+        say(json.dumps({"status": "error", "cell": 0, "message": "reading %s: %s: %s" % (src, type(e).__name__, e)}), sys.stdout)
+        return
     current = {"cell": 0, "start": time.time()}
     total = len(nb.cells)
 
@@ -39,11 +55,10 @@ def main(src, dst, kernel, timeout, workdir):
 
     def on_execute(cell, cell_index, **kw):
         current["start"] = time.time()
-        print("cell %d/%d running" % (cell_index + 1, total), file=sys.stderr, flush=True)
+        say("cell %d/%d running" % (cell_index + 1, total), sys.stderr)
 
     def on_executed(cell, cell_index, **kw):
-        print("cell %d/%d done in %.1fs" % (cell_index + 1, total, time.time() - current["start"]),
-              file=sys.stderr, flush=True)
+        say("cell %d/%d done in %.1fs" % (cell_index + 1, total, time.time() - current["start"]), sys.stderr)
 
     client = NotebookClient(
         nb, timeout=timeout, startup_timeout=120, kernel_name=kernel,
@@ -62,10 +77,14 @@ def main(src, dst, kernel, timeout, workdir):
     except Exception as e:  # kernel start-up failures and the like
         result = {"status": "error", "cell": current["cell"], "message": "%s: %s" % (type(e).__name__, e)}
     finally:
+        # The notebook is written whole: a stop signal now waits (mase labs
+        # kills this process if it takes too long).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         # Marks the file as written by mase labs, which may replace it on a later run.
         nb.metadata["gomase"] = {"executed_by": "mase labs"}
         nbformat.write(nb, dst)
-    print(json.dumps(result), flush=True)
+    say(json.dumps(result), sys.stdout)
 
 
 if __name__ == "__main__":

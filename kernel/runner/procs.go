@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,13 +36,48 @@ func KernelProcesses(runtimeDir string) []int {
 // SIGKILL to each one left and to its process group when it leads one. It
 // returns the pids still alive afterwards.
 func StopKernels(runtimeDir string, grace time.Duration) []int {
-	pids := KernelProcesses(runtimeDir)
+	return StopProcesses(KernelProcesses(runtimeDir), grace)
+}
+
+// MarkedProcesses lists the processes (other than this one) whose
+// environment holds name=value exactly: every process a labs run started,
+// down to the cell's programs, carries RunEnv naming its work folder.
+func MarkedProcesses(name, value string) []int {
+	mark := []byte(name + "=" + value)
+	environs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var pids []int
+	for _, p := range environs {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone, or another user's
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, mark) {
+				if Alive(pid) {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// StopProcesses ends pids: SIGTERM first, up to grace for them to exit,
+// then SIGKILL to each one left and to its process group when it leads
+// one. It returns the pids still alive afterwards.
+func StopProcesses(pids []int, grace time.Duration) []int {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
+	deadline := time.Now().Add(grace)
 	var left []int
 	for _, pid := range pids {
-		if !WaitGone(pid, grace) {
+		if !WaitGone(pid, time.Until(deadline)) {
 			left = append(left, pid)
 		}
 	}

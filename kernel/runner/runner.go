@@ -21,19 +21,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/kernel/kernelspec"
 	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/kernel/report"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // ModulePath is the module path of the gomase repository's go.mod.
@@ -134,6 +140,9 @@ type Options struct {
 	Python string
 	// Progress, when set, receives a line as each cell starts and ends.
 	Progress io.Writer
+	// Notices, when set, receives one-line notices: what was left by an
+	// earlier run that was killed and is now ended.
+	Notices io.Writer
 	// AfterEach, when set, is called as each notebook finishes with the
 	// results so far, the newest last; it may change that newest result
 	// (a failed extra check, say), and Run returns what it left.
@@ -179,12 +188,17 @@ func CheckKernel(ctx context.Context, opts Options) error {
 	if _, err := os.Stat(DefaultJupyter); err != nil {
 		return fmt.Errorf("no Jupyter here (%s is missing): %s", DefaultJupyter, setupHint)
 	}
-	script, cleanup, err := writeDriver()
+	wd, err := newWorkDir()
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer wd.Close()
+	script, err := writeDriver(wd.Path)
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, opts.Python, script, "--check", opts.Kernel)
+	cmd.Env = runEnv(os.Environ(), wd.Path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -229,14 +243,16 @@ func sameDir(a, b string) bool {
 	return ra == rb
 }
 
-// Run checks the kernel, then runs each notebook in turn (all of them, even
-// after a failure). The error is for problems that stop every run (no
-// kernel, bad options); each notebook's outcome is in its report.Result.
+// Run checks every notebook (LoadNotebook) and the output folder, ends
+// what runs killed earlier left behind (SweepLeftovers), checks the
+// kernel, then runs each notebook in turn (all of them, even after a
+// failure, until ctx is done). The error is for problems that stop every
+// run (a bad notebook, no kernel, bad options), returned before any
+// notebook runs; each notebook's outcome is in its report.Result. When ctx
+// is cancelled the notebook running is stopped (its result is an
+// *Interrupted) and the ones after it are not started.
 func Run(ctx context.Context, notebooks []string, opts Options) ([]report.Result, error) {
 	if err := opts.defaults(); err != nil {
-		return nil, err
-	}
-	if err := CheckKernel(ctx, opts); err != nil {
 		return nil, err
 	}
 	seen := map[string]string{}
@@ -246,12 +262,30 @@ func Run(ctx context.Context, notebooks []string, opts Options) ([]report.Result
 			return nil, fmt.Errorf("notebooks %s and %s would both write %s.html in %s; run them separately with different --out", prev, nb, name, opts.OutDir)
 		}
 		seen[name] = nb
+		if !strings.HasSuffix(nb, ".ipynb") {
+			return nil, fmt.Errorf("%s is not a notebook (expected a .ipynb file)", nb)
+		}
+		if _, err := LoadNotebook(nb); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkOutputs(notebooks, opts.OutDir); err != nil {
 		return nil, err
 	}
+	if err := CheckOutputFolder("--out", opts.OutDir); err != nil {
+		return nil, err
+	}
+	if swept := SweepLeftovers(); swept.String() != "" && opts.Notices != nil {
+		fmt.Fprintln(opts.Notices, "mase labs: "+swept.String())
+	}
+	if err := CheckKernel(ctx, opts); err != nil {
+		return nil, err
+	}
 	var results []report.Result
 	for _, nb := range notebooks {
+		if ctx.Err() != nil {
+			break
+		}
 		results = append(results, RunNotebook(ctx, nb, opts))
 		if opts.AfterEach != nil {
 			opts.AfterEach(results)
@@ -267,8 +301,82 @@ type driverStatus struct {
 	Message string `json:"message"`
 }
 
+// Interrupted is the failure of a notebook whose run was stopped before it
+// finished (SIGINT, SIGTERM: its context was cancelled). The kernel and
+// every process of the run were stopped.
+type Interrupted struct {
+	// Cause is why the run stopped (context.Cause of its context).
+	Cause error
+	// Cell is the 1-based index of the cell that was running, 0 if none.
+	Cell int
+	// CellName names that cell: "cell 3 (In [2], id x) `first line`".
+	CellName string
+}
+
+func (e *Interrupted) Error() string {
+	why := "interrupted"
+	if e.Cause != nil && !errors.Is(e.Cause, context.Canceled) {
+		why = e.Cause.Error()
+	}
+	if e.CellName == "" {
+		return why + " before a cell ran; the kernel was stopped"
+	}
+	return why + " while " + e.CellName + " ran; the kernel and the cell's processes were stopped"
+}
+
+// Unwrap returns the cause.
+func (e *Interrupted) Unwrap() error { return e.Cause }
+
+// cellName names cell i (1-based) of nb for a message, "" when there is none.
+func cellName(nb *notebook.Notebook, i int) string {
+	if nb == nil || i < 1 || i > len(nb.Cells) {
+		return ""
+	}
+	c := &nb.Cells[i-1]
+	name := fmt.Sprintf("cell %d", i)
+	var tags []string
+	if c.Execution != nil && *c.Execution > 0 {
+		tags = append(tags, fmt.Sprintf("In [%d]", *c.Execution))
+	}
+	if c.ID != "" {
+		tags = append(tags, "id "+c.ID)
+	}
+	if len(tags) > 0 {
+		name += " (" + strings.Join(tags, ", ") + ")"
+	}
+	if line := []rune(notebook.FirstLine(string(c.Source))); len(line) > 0 {
+		if len(line) > 80 {
+			line = append(line[:77], []rune("...")...)
+		}
+		name += " `" + string(line) + "`"
+	}
+	return name
+}
+
+// runningCellRE matches execute.py's progress line as a cell starts.
+var runningCellRE = regexp.MustCompile(`(?m)^cell (\d+)/\d+ running$`)
+
+// lastRunningCell is the 1-based index of the last cell execute.py said it
+// started, 0 if none.
+func lastRunningCell(progress string) int {
+	m := runningCellRE.FindAllStringSubmatch(progress, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[len(m)-1][1])
+	return n
+}
+
 // RunNotebook executes one notebook and writes its executed copy and HTML
 // report into opts.OutDir. It does not check the kernel (see CheckKernel).
+//
+// The driver and everything it starts run with TMPDIR and RunEnv set to a
+// work folder of their own, in their own process group, and the driver
+// gets SIGTERM if this process dies (PR_SET_PDEATHSIG). When ctx is
+// cancelled the driver is sent SIGTERM (nbclient shuts the kernel down);
+// whatever is left of the run afterwards, the kernel, gopls or a cell's
+// program, is stopped, and the work folder removed, before RunNotebook
+// returns.
 func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 	start := time.Now()
 	res := report.Result{Notebook: path, Name: notebook.Name(path)}
@@ -287,28 +395,42 @@ func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 	if err != nil {
 		return finish(err)
 	}
-	input, err := notebook.ReadNotebook(src)
+	input, err := LoadNotebook(src)
 	if err != nil {
-		return finish(err)
-	}
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return finish(err)
 	}
 	executed := filepath.Join(opts.OutDir, res.Name+".ipynb")
 	if absExec, err := filepath.Abs(executed); err == nil && absExec == src {
 		return finish(fmt.Errorf("--out %s would overwrite the notebook %s itself; choose another output directory", opts.OutDir, path))
 	}
-	_ = os.Remove(executed)
-	script, cleanup, err := writeDriver()
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return finish(err)
+	}
+	wd, err := newWorkDir()
 	if err != nil {
 		return finish(err)
 	}
-	defer cleanup()
+	defer func() {
+		if left := wd.Close(); len(left) > 0 && opts.Notices != nil {
+			fmt.Fprintf(opts.Notices, "mase labs: %s: processes %v of the run would not die\n", res.Name, left)
+		}
+	}()
+	script, err := writeDriver(wd.Path)
+	if err != nil {
+		return finish(err)
+	}
+	// The driver writes the executed notebook in the work folder; it is
+	// moved into opts.OutDir whole once the driver is done.
+	draft := filepath.Join(wd.Path, "executed.ipynb")
 
-	cmd := exec.CommandContext(ctx, opts.Python, script, src, executed, opts.Kernel,
+	cmd := exec.CommandContext(ctx, opts.Python, script, src, draft, opts.Kernel,
 		fmt.Sprint(int(opts.CellTimeout.Seconds())), filepath.Dir(src))
-	cmd.Env = NotebookEnv(os.Environ(), opts)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // nbclient shuts the kernel down
+	cmd.Env = runEnv(NotebookEnv(os.Environ(), opts), wd.Path)
+	// Its own process group: a Ctrl-C at the terminal reaches this process,
+	// which stops the driver; Pdeathsig: the driver stops the kernel when
+	// this process dies without doing so.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // nbclient shuts the kernel down
 	cmd.WaitDelay = 15 * time.Second
 	var stdout bytes.Buffer
 	stderr := NewLineTail(200)
@@ -317,21 +439,35 @@ func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 	if opts.Progress != nil {
 		cmd.Stderr = io.MultiWriter(stderr, &prefixWriter{w: opts.Progress, prefix: res.Name + ": "})
 	}
-	runErr := cmd.Run()
+	runErr := runOwned(cmd)
+	if ctx.Err() != nil {
+		// Stop what is left now, before the report is written.
+		endMarked(wd.Path)
+	}
 
 	var st driverStatus
 	if line := lastLine(stdout.Bytes()); len(line) > 0 {
 		_ = json.Unmarshal(line, &st)
 	}
-	out, readErr := notebook.ReadNotebook(executed)
-	if readErr == nil {
+	out, saveErr := saveExecuted(draft, executed)
+	if out != nil && saveErr == nil {
 		res.Executed = executed
 	}
 	var failure error
 	switch {
 	case st.Status == "ok":
 		// A cell tagged raises-exception may have failed; that is fine.
-	case st.Status == "cell_error" && readErr == nil && notebook.FirstError(out) != nil:
+	case ctx.Err() != nil:
+		nb := out
+		if nb == nil {
+			nb = input
+		}
+		cell := st.Cell
+		if cell == 0 {
+			cell = lastRunningCell(stderr.String())
+		}
+		failure = &Interrupted{Cause: context.Cause(ctx), Cell: cell, CellName: cellName(nb, cell)}
+	case st.Status == "cell_error" && out != nil && notebook.FirstError(out) != nil:
 		failure = notebook.FirstError(out)
 	case st.Status == "cell_error" || st.Status == "timeout" || st.Status == "dead_kernel":
 		nb := out
@@ -357,10 +493,11 @@ func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 		failure = ce
 	case st.Status == "error":
 		failure = fmt.Errorf("could not run the notebook with kernel %q: %s", opts.Kernel, strings.TrimSpace(notebook.StripANSI(st.Message)))
-	case ctx.Err() != nil:
-		failure = fmt.Errorf("interrupted: %w", ctx.Err())
 	default:
 		failure = fmt.Errorf("the notebook runner (%s) failed: %v\n%s", opts.Python, runErr, notebook.LastLines(stderr.String(), 15))
+	}
+	if saveErr != nil {
+		failure = errors.Join(failure, saveErr)
 	}
 
 	// The report shows the executed notebook, or the input when execution
@@ -379,8 +516,12 @@ func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 		BaseDir:   filepath.Dir(src),
 	}
 	var ce *notebook.CellError
-	if errors.As(failure, &ce) {
+	var stopped *Interrupted
+	switch {
+	case errors.As(failure, &ce):
 		info.FailedCell = ce.Index
+	case errors.As(failure, &stopped):
+		info.FailedCell = stopped.Cell
 	}
 	reportPath := filepath.Join(opts.OutDir, res.Name+".html")
 	if err := report.Write(reportPath, shown, info); err != nil {
@@ -389,6 +530,47 @@ func RunNotebook(ctx context.Context, path string, opts Options) report.Result {
 		res.Report = reportPath
 	}
 	return finish(failure)
+}
+
+// saveExecuted moves the executed notebook the driver wrote at draft to
+// dst, whole (atomicfile): dst is replaced only by a complete notebook,
+// and removed when the driver wrote none, or one cut short (it would not
+// match the new report). It returns the notebook, nil when there is none.
+func saveExecuted(draft, dst string) (*notebook.Notebook, error) {
+	data, err := limits.ReadFile(draft, executedNotebook)
+	if err != nil {
+		os.Remove(dst)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("executed notebook not saved: %w", err)
+	}
+	nb, err := notebook.ParseNotebook(data)
+	if err != nil {
+		os.Remove(dst) // the driver was stopped while it wrote it
+		return nil, nil
+	}
+	if err := atomicfile.Write(atomicfile.File{Path: dst, Data: data}); err != nil {
+		return nb, fmt.Errorf("executed notebook: %w", err)
+	}
+	return nb, nil
+}
+
+// runOwned runs cmd from a goroutine locked to its OS thread:
+// PR_SET_PDEATHSIG fires when the thread that started the child exits,
+// and a locked thread lives until the child has been waited for.
+func runOwned(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			done <- err
+			return
+		}
+		done <- cmd.Wait()
+	}()
+	return <-done
 }
 
 // SetEnv returns a copy of env (KEY=VALUE entries) with key set to value
@@ -425,18 +607,29 @@ func NotebookEnv(env []string, opts Options) []string {
 	return out
 }
 
-// writeDriver writes execute.py to a temporary directory.
-func writeDriver() (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "gomase-labs-")
-	if err != nil {
-		return "", nil, err
+// labsDirEnv names the folder where the notebooks chain their checkpoints
+// (labsetup.CheckpointDir): ~/gomase-labs, or $TMPDIR/gomase-labs where
+// there is no home folder.
+const labsDirEnv = "GOMASE_LABS_DIR"
+
+// runEnv is env for the processes of a run in the work folder dir: RunEnv
+// and TMPDIR name dir, so that whatever they leave is in it. Without a
+// home folder the checkpoints stay in the TMPDIR of before, which outlives
+// the run.
+func runEnv(env []string, dir string) []string {
+	if _, err := os.UserHomeDir(); err != nil && os.Getenv(labsDirEnv) == "" {
+		env = SetEnv(env, labsDirEnv, filepath.Join(os.TempDir(), "gomase-labs"))
 	}
-	path = filepath.Join(dir, "execute.py")
+	return SetEnv(SetEnv(env, RunEnv, dir), "TMPDIR", dir)
+}
+
+// writeDriver writes execute.py into dir and returns its path.
+func writeDriver(dir string) (string, error) {
+	path := filepath.Join(dir, "execute.py")
 	if err := os.WriteFile(path, executePy, 0o644); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
+		return "", fmt.Errorf("writing the notebook driver: %w", err)
 	}
-	return path, func() { os.RemoveAll(dir) }, nil
+	return path, nil
 }
 
 func lastLine(b []byte) []byte {

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/lab/labsetup/scale"
 )
 
@@ -91,5 +93,70 @@ func TestSetEnv(t *testing.T) {
 	got := SetEnv([]string{"A=1", "PYTHONWARNINGS=x", "B=2", "PYTHONWARNINGS=y"}, "PYTHONWARNINGS", "x,z")
 	if strings.Join(got, " ") != "A=1 B=2 PYTHONWARNINGS=x,z" {
 		t.Errorf("SetEnv gave %q", got)
+	}
+}
+
+// TestSaveExecutedIsAtomic: the executed notebook reaches --out whole or
+// not at all: a write that fails half-way (a full disk) leaves the earlier
+// notebook and no temporary file; a driver that wrote nothing leaves no
+// stale notebook beside the new report.
+func TestSaveExecutedIsAtomic(t *testing.T) {
+	work, out := t.TempDir(), t.TempDir()
+	draft, dst := filepath.Join(work, "executed.ipynb"), filepath.Join(out, "lab.ipynb")
+	earlier := `{"cells": [], "metadata": {"gomase": {"executed_by": "mase labs"}}, "nbformat": 4, "nbformat_minor": 5}`
+	newer := `{"cells": [{"cell_type": "markdown", "metadata": {}, "source": "new"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`
+	for _, f := range []struct{ path, body string }{{dst, earlier}, {draft, newer}} {
+		if err := os.WriteFile(f.path, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	atomicfile.FailHook = func(step, path string) error {
+		if step == "write" {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	nb, err := saveExecuted(draft, dst)
+	atomicfile.FailHook = nil
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || nb == nil {
+		t.Errorf("saveExecuted on a full disk = %v, %v; want the notebook and the write's error", nb, err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != earlier {
+		t.Errorf("after the failed write %s holds %q, want the earlier notebook", dst, b)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("the failed write left %v in --out", entries)
+	}
+	if nb, err := saveExecuted(draft, dst); err != nil || nb == nil || len(nb.Cells) != 1 {
+		t.Fatalf("saveExecuted = %v, %v", nb, err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != newer {
+		t.Errorf("%s holds %q, want the new notebook", dst, b)
+	}
+	os.Remove(draft)
+	if nb, err := saveExecuted(draft, dst); nb != nil || err != nil {
+		t.Errorf("saveExecuted of no draft = %v, %v", nb, err)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Error("the earlier executed notebook is left beside a report of a run that wrote none")
+	}
+}
+
+// TestRunEnv: a run's processes get TMPDIR and RunEnv naming its work
+// folder; without a home folder the checkpoints stay in the TMPDIR of
+// before, which outlives the run.
+func TestRunEnv(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv(labsDirEnv, "")
+	t.Setenv("HOME", "")
+	env := runEnv([]string{"PATH=/bin", "TMPDIR=" + tmp}, "/work/run-1")
+	want := []string{"PATH=/bin", labsDirEnv + "=" + filepath.Join(tmp, "gomase-labs"), RunEnv + "=/work/run-1", "TMPDIR=/work/run-1"}
+	if !slices.Equal(env, want) {
+		t.Errorf("runEnv without a home = %q, want %q", env, want)
+	}
+	t.Setenv("HOME", t.TempDir())
+	if env := runEnv([]string{"PATH=/bin"}, "/work/run-1"); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, labsDirEnv+"=") }) {
+		t.Errorf("runEnv with a home sets %s: %q", labsDirEnv, env)
 	}
 }
