@@ -36,6 +36,10 @@ func init() {
 	})
 }
 
+// maxBenchCalls bounds the calls a benchmark times per mode (--iters,
+// --reps): each is kept, and each takes at least a dispatch.
+const maxBenchCalls = 100000
+
 // backendNames says what a --backend flag takes.
 var backendNames = "go, go:<options>, xla:cuda (XLA on a CUDA PJRT plugin found on disk, e.g. JAX's; " +
 	backend.CUDAPluginEnv + " names one) or xla:PATH (XLA on the PJRT plugin at PATH)"
@@ -105,8 +109,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *batch < 1 || *seq < 1 || *seq > 512 || *image < 32 {
-		return fmt.Errorf("--batch must be ≥ 1, --seq in 1..512 and --image ≥ 32 (got %d, %d, %d)", *batch, *seq, *image)
+	for _, n := range ns {
+		if n < 1 || n > maxBenchCalls {
+			return fmt.Errorf("--iters %d is out of range (allowed: 1 to %d calls per mode)", n, maxBenchCalls)
+		}
+	}
+	if err := checkForwardSizes(*batch, *seq, *image); err != nil {
+		return err
+	}
+	if err := checkForwardMemory("compile ", *model, *batch, *seq, *image, *be, false, 0); err != nil {
+		return err
 	}
 	onBackend, err := benchBackend(be)
 	if err != nil {

@@ -44,8 +44,11 @@ func runBenchMXInt8(args []string, stdout, stderr io.Writer) error {
 	if err := mxint8.CheckGroupSize(*gs); err != nil {
 		return err
 	}
-	if *n < *gs || *reps < 1 || *loop < 1 {
-		return fmt.Errorf("--values must be ≥ the group size, --reps and --loop ≥ 1 (got %d, %d, %d)", *n, *reps, *loop)
+	if *n < *gs {
+		return fmt.Errorf("--values must be ≥ the group size (got %d, group size %d)", *n, *gs)
+	}
+	if err := checkRepsAndLoop(*reps, *loop); err != nil {
+		return err
 	}
 	// float32 source, int8 mantissas, bfloat16 output and the float32
 	// reference: about 11 bytes a value, 16 counted.

@@ -56,15 +56,18 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 	if *dtype != "float32" && *dtype != "float16" {
 		return fmt.Errorf("unknown --dtype %q (allowed: float32, float16)", *dtype)
 	}
-	need, ok := sdpaBytes(dims)
-	if err := limits.Work("--shape "+*shape, need, ok); err != nil {
+	need := sdpaBytes(dims)
+	if need.Overflow != "" {
+		return fmt.Errorf("--shape %s: %s overflows int64, more than the %s one computation may take (limits.MaxModelBytes)", *shape, need.Overflow, limits.Bytes(limits.MaxModelBytes))
+	}
+	if err := limits.Work("--shape "+*shape, need.Total, true); err != nil {
 		return err
 	}
 	if *masked && *be == "" {
 		return fmt.Errorf("--mask needs --backend (it times the GoMLX graphs; the Go kernels take a mask through their Options)")
 	}
-	if *reps < 1 || *loop < 1 {
-		return fmt.Errorf("--reps and --loop must be ≥ 1 (got %d, %d)", *reps, *loop)
+	if err := checkRepsAndLoop(*reps, *loop); err != nil {
+		return err
 	}
 	if *be != "" {
 		onBackend, err := benchBackend(be)
@@ -176,13 +179,13 @@ func runBenchSDPA(args []string, stdout, stderr io.Writer) error {
 // sdpaBytes estimates what `bench sdpa` allocates for shape batch, heads,
 // seq, head_dim: q, k, v and both outputs in float32 and in float64 (the
 // reference), and the naive path's score and probability matrices
-// [batch, heads, seq, seq] in float64. ok is false when it overflows.
-func sdpaBytes(dims []int) (n int64, ok bool) {
-	b, h, s, d := int64(dims[0]), int64(dims[1]), int64(dims[2]), int64(dims[3])
-	qkv, ok1 := limits.Product(b, h, s, d)
-	scores, ok2 := limits.Product(b, h, s, s)
-	a, ok3 := limits.Mul(qkv, 5*(4+8))
-	c, ok4 := limits.Mul(scores, 2*8)
-	n, ok5 := limits.Add(a, c)
-	return n, ok1 && ok2 && ok3 && ok4 && ok5
+// [batch, heads, seq, seq] in float64; its Overflow names the sizes whose
+// product overflowed.
+func sdpaBytes(dims []int) limits.Estimate {
+	b, h := limits.Dim{Name: "batch", N: int64(dims[0])}, limits.Dim{Name: "heads", N: int64(dims[1])}
+	s, d := limits.Dim{Name: "seq", N: int64(dims[2])}, limits.Dim{Name: "head_dim", N: int64(dims[3])}
+	var e limits.Estimate
+	e.Add(5*(4+8), b, h, s, d)
+	e.Add(2*8, b, h, s, s)
+	return e
 }

@@ -27,6 +27,13 @@ func init() {
 	})
 }
 
+// The sizes --roofline measures the backend's peaks at: a matmul of
+// rooflineMatmul², an element-wise pass over rooflineValues floats.
+const (
+	rooflineMatmul = 1024
+	rooflineValues = 1 << 26
+)
+
 // traceHeader starts every trace file profile writes; an existing --trace
 // file that does not start with it is not overwritten.
 var traceHeader = []byte(`{"traceEvents":`)
@@ -58,11 +65,18 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	if *mode != perf.Eager && *mode != perf.Compiled {
 		return fmt.Errorf("--mode %q: allowed are eager and compiled", *mode)
 	}
-	if *batch < 1 || *batch > 4096 || *seq < 1 || *seq > 512 || *image < 32 || *image > 1024 {
-		return fmt.Errorf("--batch must be 1..4096, --seq 1..512 and --image 32..1024 (got %d, %d, %d)", *batch, *seq, *image)
+	if err := checkForwardSizes(*batch, *seq, *image); err != nil {
+		return err
 	}
 	if *runs < 1 || *runs > 10000 || *top < 0 {
 		return fmt.Errorf("--runs must be 1..10000 and --top ≥ 0 (got %d, %d)", *runs, *top)
+	}
+	var peaksBytes int64
+	if *roofline {
+		peaksBytes = perf.PeaksBytes(rooflineMatmul, rooflineValues)
+	}
+	if err := checkForwardMemory("", *model, *batch, *seq, *image, *be, true, peaksBytes); err != nil {
+		return err
 	}
 	if *traceOut != "" {
 		if err := checkTraceTarget(*traceOut); err != nil {
@@ -106,7 +120,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	var peaks *perf.Peaks
 	var points []perf.RooflinePoint
 	if *roofline {
-		if peaks, err = perf.MeasurePeaks(onBackend, 1024, 1<<26, 5); err != nil {
+		if peaks, err = perf.MeasurePeaks(onBackend, rooflineMatmul, rooflineValues, 5); err != nil {
 			return err
 		}
 		points = p.Roofline(peaks)

@@ -72,6 +72,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := shapes.apply(&check, &opts); err != nil {
 		return err
 	}
+	if err := checkTrainMemory(trainSizes{*pretrainedFrom, *batch, *maxLen, opts.EvalBatchSize, *limit, *evalLimit, *loraRank, opts.PadToMultipleOf, *freeze}); err != nil {
+		return err
+	}
 	// The start (random or pretrained) picks the default learning rate and
 	// warm-up; flags given on the command line override it.
 	opts.Tune = func(cfg *train.Config) {

@@ -72,7 +72,7 @@ func tinyIMDb() map[string]string {
 }
 
 // tarGz builds a gzip-compressed tar of files (with their folders).
-func tarGz(t *testing.T, files map[string]string) []byte {
+func tarGz(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/datadir"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // IMDbURL is where LoadIMDb downloads the official Large Movie Review
@@ -133,7 +134,7 @@ func ReadIMDb(p string) (*Dataset, error) {
 	if st.IsDir() {
 		return readIMDbFolder(p)
 	}
-	f, err := os.Open(p)
+	f, _, err := limits.Open(p, IMDbArchive)
 	if err != nil {
 		return nil, fmt.Errorf("IMDb: %w", err)
 	}
@@ -263,30 +264,49 @@ func sortIMDb(ex []Example) {
 	copy(ex, sorted)
 }
 
+// readIMDbTar reads a (gzip-compressed) tar of the aclImdb layout. Each
+// member's header size is checked first (MaxIMDbMember, IMDbReview for a
+// review, MaxIMDbInflated for them all), and the inflated bytes are
+// counted as they are read: past MaxIMDbInflated the read stops.
 func readIMDbTar(r io.Reader, source string) (*Dataset, error) {
+	return readIMDbTarWithin(r, source, MaxIMDbInflated)
+}
+
+// readIMDbTarWithin is readIMDbTar with the bound on the inflated bytes
+// (and on the members' declared sizes together) given.
+func readIMDbTarWithin(r io.Reader, source string, maxInflated int64) (*Dataset, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	var tr *tar.Reader
+	var inflated io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("IMDb %s is not a readable gzip file: %w", source, err)
 		}
 		defer gz.Close()
-		tr = tar.NewReader(gz)
-	} else {
-		tr = tar.NewReader(br)
+		inflated = gz
 	}
+	tr := tar.NewReader(newBoundedReader(inflated, "IMDb "+source, maxInflated))
 	c := newIMDbCollector(source)
 	members := 0
+	var declared int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if e, ok := inflatedError(err); ok {
+			return nil, e
+		}
 		if err != nil {
 			return nil, fmt.Errorf("IMDb %s is not a readable tar archive (want aclImdb_v1.tar.gz or aclImdb_labelled.tar.gz) after %d members: %w", source, members, err)
 		}
 		members++
+		if h.Size > MaxIMDbMember {
+			return nil, fmt.Errorf("IMDb %s: member %s says it is %s, more than the %s a member may be", source, h.Name, limits.Bytes(h.Size), limits.Bytes(MaxIMDbMember))
+		}
+		if declared += h.Size; declared > maxInflated {
+			return nil, fmt.Errorf("IMDb %s: its members say they hold more than %s (allowed: at most %s inflated)", source, limits.Bytes(maxInflated), limits.Bytes(maxInflated))
+		}
 		if !h.FileInfo().Mode().IsRegular() {
 			continue
 		}
@@ -297,7 +317,13 @@ func readIMDbTar(r io.Reader, source string) (*Dataset, error) {
 		if !ok {
 			continue
 		}
+		if h.Size > IMDbReview.Max {
+			return nil, fmt.Errorf("IMDb %s: review %s is %s, more than the %s allowed for %s", source, h.Name, limits.Bytes(h.Size), limits.Bytes(IMDbReview.Max), IMDbReview.What)
+		}
 		text, err := io.ReadAll(tr)
+		if e, ok := inflatedError(err); ok {
+			return nil, e
+		}
 		if err != nil {
 			return nil, fmt.Errorf("IMDb %s: reading %s: %w", source, h.Name, err)
 		}
@@ -314,6 +340,7 @@ func readIMDbFolder(root string) (*Dataset, error) {
 		base = filepath.Join(root, "aclImdb")
 	}
 	c := newIMDbCollector(root)
+	var total int64
 	for _, split := range []string{"train", "test"} {
 		for _, folder := range []string{"neg", "pos"} {
 			dir := filepath.Join(base, split, folder)
@@ -332,9 +359,12 @@ func readIMDbFolder(root string) (*Dataset, error) {
 				if !ok {
 					continue
 				}
-				text, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				text, err := limits.ReadFile(filepath.Join(dir, e.Name()), IMDbReview)
 				if err != nil {
 					return nil, fmt.Errorf("IMDb: %w", err)
+				}
+				if total += int64(len(text)); total > MaxIMDbInflated {
+					return nil, fmt.Errorf("IMDb folder %s holds more than %s of reviews (allowed: at most %s)", root, limits.Bytes(MaxIMDbInflated), limits.Bytes(MaxIMDbInflated))
 				}
 				if err := c.add(f, string(text)); err != nil {
 					return nil, err
@@ -366,7 +396,7 @@ func LoadIMDbSample(opts IMDbOptions) (*Dataset, error) {
 	ds := &Dataset{Name: "imdb-sample", Source: dir}
 	for _, name := range []string{"train", "test"} {
 		p := filepath.Join(dir, name+".jsonl")
-		f, err := os.Open(p)
+		f, _, err := limits.Open(p, IMDbSampleFile)
 		if err != nil {
 			return nil, fmt.Errorf("IMDb sample: %w (want train.jsonl and test.jsonl in %s)", err, dir)
 		}
@@ -385,14 +415,15 @@ func LoadIMDbSample(opts IMDbOptions) (*Dataset, error) {
 
 // readJSONL reads {"id","label","rating","text"} lines.
 func readJSONL(r io.Reader, split, source string) (*Split, error) {
-	br := bufio.NewReader(r)
+	sc := newLineScanner(r, MaxJSONLLine)
 	s := &Split{Name: split}
-	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: %w", source, err)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) > MaxJSONLLine {
+			return nil, lineError(source, line, MaxJSONLLine, bufio.ErrTooLong)
 		}
-		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 {
+		if trimmed := bytes.TrimSpace(sc.Bytes()); len(trimmed) > 0 {
 			var rec struct {
 				ID     string  `json:"id"`
 				Label  *int    `json:"label"`
@@ -421,9 +452,9 @@ func readJSONL(r io.Reader, split, source string) (*Split, error) {
 			}
 			s.Examples = append(s.Examples, e)
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, lineError(source, line+1, MaxJSONLLine, err)
 	}
 	if len(s.Examples) == 0 {
 		return nil, fmt.Errorf("%s has no examples", source)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gomase/gomase/mase/datadir"
+	"github.com/gomase/gomase/mase/limits"
 )
 
 // SST2URL is where LoadSST2 downloads GLUE's SST-2 when no copy is found.
@@ -131,9 +133,12 @@ func ReadSST2(p string) (*Dataset, error) {
 	}
 	open := func(name string) (io.ReadCloser, string, error) {
 		full := filepath.Join(dir, name)
-		f, err := os.Open(full)
-		if err != nil {
+		f, _, err := limits.Open(full, SST2File)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, full, fmt.Errorf("SST-2 folder %s lacks %s (want train.tsv, dev.tsv and test.tsv with header %q): %w", dir, name, sst2Header, err)
+		}
+		if err != nil {
+			return nil, full, fmt.Errorf("SST-2: %w", err)
 		}
 		return f, full, nil
 	}
@@ -141,11 +146,15 @@ func ReadSST2(p string) (*Dataset, error) {
 }
 
 func readSST2Zip(p string) (*Dataset, error) {
-	zr, err := zip.OpenReader(p)
+	file, size, err := limits.Open(p, SST2Zip)
+	if err != nil {
+		return nil, fmt.Errorf("SST-2: %w", err)
+	}
+	defer file.Close()
+	zr, err := zip.NewReader(file, size)
 	if err != nil {
 		return nil, fmt.Errorf("SST-2 %s is not a readable zip archive (want GLUE's SST-2.zip or a folder of .tsv files): %w", p, err)
 	}
-	defer zr.Close()
 	// The files may sit at the top or in one folder (GLUE: SST-2/), not
 	// deeper (GLUE's SST-2/original/...).
 	prefix := ""
@@ -160,11 +169,15 @@ func readSST2Zip(p string) (*Dataset, error) {
 		full := p + ":" + member
 		for _, f := range zr.File {
 			if f.Name == member {
+				// The header's size first, then the bytes as they inflate.
+				if f.UncompressedSize64 > uint64(SST2File.Max) {
+					return nil, full, fmt.Errorf("SST-2 %s says it inflates to %s, more than the %s allowed for %s", full, limits.Bytes(int64(min(f.UncompressedSize64, 1<<62))), limits.Bytes(SST2File.Max), SST2File.What)
+				}
 				rc, err := f.Open()
 				if err != nil {
 					return nil, full, fmt.Errorf("SST-2 %s: %w", full, err)
 				}
-				return rc, full, nil
+				return readCloser{newBoundedReader(rc, "SST-2 "+full, SST2File.Max), rc}, full, nil
 			}
 		}
 		return nil, full, fmt.Errorf("SST-2 zip %s lacks %s (want SST-2/train.tsv, SST-2/dev.tsv, SST-2/test.tsv)", p, member)
@@ -196,9 +209,11 @@ func readSST2Files(source string, open func(name string) (io.ReadCloser, string,
 	if err != nil {
 		return nil, err
 	}
-	header, _ := bufio.NewReader(rc).ReadString('\n')
+	header, err := firstLine(rc, full)
 	rc.Close()
-	header = strings.TrimRight(header, "\r\n")
+	if err != nil {
+		return nil, err
+	}
 	switch header {
 	case sst2Header:
 	case "index\tsentence":
@@ -248,20 +263,22 @@ func resplit(s *Split, seed uint64) (*Split, *Split) {
 // everything before the last tab, kept as it is (GLUE's trailing space
 // included).
 func readSST2TSV(r io.Reader, split, file, source string) (*Split, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	sc := newLineScanner(r, MaxSST2Line)
 	s := &Split{Name: split}
 	for line := 1; ; line++ {
-		raw, err := br.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		if errors.Is(err, io.EOF) && raw == "" {
+		if !sc.Scan() {
+			if err := sc.Err(); err != nil {
+				return nil, lineError(source, line, MaxSST2Line, err)
+			}
 			if line == 1 {
 				return nil, fmt.Errorf("%s is empty; want the header %q and one sentence<TAB>label row per line", source, sst2Header)
 			}
 			break
 		}
-		text := strings.TrimRight(raw, "\r\n")
+		if len(sc.Bytes()) > MaxSST2Line {
+			return nil, lineError(source, line, MaxSST2Line, bufio.ErrTooLong)
+		}
+		text := sc.Text()
 		if line == 1 {
 			if text != sst2Header {
 				return nil, fmt.Errorf("%s line 1: header is %q; want %q", source, text, sst2Header)
@@ -287,15 +304,55 @@ func readSST2TSV(r io.Reader, split, file, source string) (*Split, error) {
 			}
 			s.Examples = append(s.Examples, Example{Text: text[:tab], Label: label, Rating: -1, ID: fmt.Sprintf("%s:%d", file, line)})
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
 	}
 	if len(s.Examples) == 0 {
 		return nil, fmt.Errorf("%s has a header but no rows", source)
 	}
 	return s, nil
 }
+
+// newLineScanner scans r's lines (without "\n" or "\r\n") of at most
+// maxLine bytes.
+func newLineScanner(r io.Reader, maxLine int) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine+2) // room for "\r\n"
+	return sc
+}
+
+// lineError names the file and line a scan failed at: a line past maxLine,
+// an archive that inflates past its bound, or a read error.
+func lineError(source string, line, maxLine int, err error) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s line %d is longer than %s (allowed: lines of at most %s)", source, line, limits.Bytes(int64(maxLine)), limits.Bytes(int64(maxLine)))
+	}
+	if e, ok := inflatedError(err); ok {
+		return e
+	}
+	return fmt.Errorf("%s line %d: %w", source, line, err)
+}
+
+// firstLine reads the header line of an SST-2 file.
+func firstLine(r io.Reader, source string) (string, error) {
+	sc := newLineScanner(r, MaxSST2Line)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return "", lineError(source, 1, MaxSST2Line, err)
+		}
+		return "", nil
+	}
+	if len(sc.Bytes()) > MaxSST2Line {
+		return "", lineError(source, 1, MaxSST2Line, bufio.ErrTooLong)
+	}
+	return sc.Text(), nil
+}
+
+// readCloser reads through r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
 
 // clip shortens s for an error message.
 func clip(s string) string {

@@ -74,8 +74,8 @@ func ReadFile(path string, limit File) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if avail, ok := MemAvailable(); ok && size > avail {
-		return nil, fmt.Errorf("%s is %s, more than the %s of memory available", path, Bytes(size), Bytes(avail))
+	if avail, ok := AvailableMemory(); ok && size > avail.Bytes {
+		return nil, fmt.Errorf("%s is %s, more than the %s of memory available (%s)", path, Bytes(size), Bytes(avail.Bytes), avail.Source)
 	}
 	buf := make([]byte, size)
 	if _, err := io.ReadFull(f, buf); err != nil {

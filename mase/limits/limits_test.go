@@ -125,7 +125,7 @@ func TestModelBytes(t *testing.T) {
 		{2 << 30, 1 << 30, true, "needs 2 GiB, more than the 1 GiB of memory available"},
 		{2 << 30, 1 << 30, false, ""},
 	} {
-		err := modelBytes("bert config", c.n, c.avail, c.known)
+		err := modelBytes("bert config", c.n, Memory{c.avail, SourceMemAvailable}, c.known)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("modelBytes(%d, %d, %v) = %v, want %q", c.n, c.avail, c.known, err, c.want)
 		}
@@ -149,8 +149,8 @@ func TestBudget(t *testing.T) {
 	if err := b.Take(40); err != nil {
 		t.Errorf("the refused takes were counted: %v", err)
 	}
-	m := &Budget{what: "the tensors", max: 1000, avail: 50, knownMemory: true}
-	if err := m.Take(51); err == nil || !strings.Contains(err.Error(), "more than the 50 bytes of memory available") {
+	m := &Budget{what: "the tensors", max: 1000, avail: Memory{50, SourceCgroup}, knownMemory: true}
+	if err := m.Take(51); err == nil || !strings.Contains(err.Error(), "more than the 50 bytes of memory available (cgroup limit)") {
 		t.Errorf("over memory: %v", err)
 	}
 }

@@ -23,6 +23,13 @@ type Peaks struct {
 	Ridge        float64 `json:"ridge_flops_per_byte"`
 }
 
+// PeaksBytes is what MeasurePeaks(be, n, values, reps) holds at once, in
+// bytes: the two n×n float32 matrices and their product, the values and
+// their sum, each a host tensor and a backend copy.
+func PeaksBytes(n, values int) int64 {
+	return 2 * 4 * (3*int64(n)*int64(n) + 2*int64(values))
+}
+
 // MeasurePeaks measures be's Peaks: an n×n float32 matmul and an
 // element-wise pass over values float32s, each repeated reps times in a
 // loop after one warm-up call.

@@ -42,3 +42,11 @@ func TestRooflineBounds(t *testing.T) {
 		t.Errorf("mm: %+v", pts[1])
 	}
 }
+
+// TestPeaksBytes: the roofline's peaks hold three 1024² matrices and two
+// arrays of 64 Mi floats, each on the host and the backend.
+func TestPeaksBytes(t *testing.T) {
+	if got, want := PeaksBytes(1024, 1<<26), int64(2*4*(3*1024*1024+2*(1<<26))); got != want || got != 1098907648 {
+		t.Errorf("PeaksBytes = %d, want %d", got, want)
+	}
+}

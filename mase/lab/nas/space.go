@@ -33,6 +33,7 @@ import (
 	"github.com/gomase/gomase/mase/models"
 	"github.com/gomase/gomase/mase/nn"
 	"github.com/gomase/gomase/mase/search"
+	"github.com/gomase/gomase/mase/workmem"
 )
 
 // Layer choices for a square Linear.
@@ -147,14 +148,44 @@ func (s Space) Validate() error {
 	if s.Base.VocabSize == 0 {
 		return fmt.Errorf("nas: Space.Base is empty; start from models.BertTinyConfig()")
 	}
-	// The largest model the space holds must fit, before any trial builds one.
+	// The largest model the space holds must fit, before any trial builds
+	// one, and train: its weights, gradients and AdamW's two moments.
 	largest := s.Base
 	largest.NumHiddenLayers, largest.HiddenSize, largest.IntermediateSize = slices.Max(s.NumLayers), slices.Max(s.HiddenSize), slices.Max(s.IntermediateSize)
 	largest.NumAttentionHeads = slices.Min(heads)
 	if err := largest.Validate(); err != nil {
 		return fmt.Errorf("nas: the largest model of the space: %w", err)
 	}
-	return nil
+	one := limits.Dim{Name: "batch", N: 1}
+	e := workmem.BertTraining(largest, workmem.Training{Batch: one, Seq: one, EvalBatch: one, Where: trialWhere})
+	return e.Check("nas: training the largest model of the space")
+}
+
+// trialWhere is where a trial keeps its model: the weights on the host
+// and the backend.
+var trialWhere = workmem.Where{WeightCopies: 2}
+
+// CheckTraining checks, before the first trial, that the space's largest
+// trial trains within the memory bounds at the given batch, sequence
+// length and evaluation batch (their names are the flags that set them):
+// workmem.BertTraining of the most layers, the largest hidden and
+// intermediate sizes and the most heads (which size the attention
+// scores), one of the space's architectures. onDevice says the backend
+// keeps the activations in an accelerator's memory.
+func (s Space) CheckTraining(batch, seq, evalBatch limits.Dim, onDevice bool) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	heads := s.NumHeads
+	if s.LikeMASE {
+		heads = []int{s.Base.NumAttentionHeads}
+	}
+	c := s.config(slices.Max(s.NumLayers), slices.Max(heads), slices.Max(s.HiddenSize), slices.Max(s.IntermediateSize))
+	w := trialWhere
+	w.OnDevice = onDevice
+	e := workmem.BertTraining(c, workmem.Training{Batch: batch, Seq: seq, EvalBatch: evalBatch, Where: w})
+	return e.Check(fmt.Sprintf("nas: the space's largest trial (%d layers, hidden %d, intermediate %d, %d heads) at %s %d, %s %d",
+		c.NumHiddenLayers, c.HiddenSize, c.IntermediateSize, c.NumAttentionHeads, batch.Name, batch.N, seq.Name, seq.N))
 }
 
 // Architecture is what Build made for a trial.
