@@ -50,7 +50,8 @@ FUZZ_TARGETS := ./mase/quant:FuzzQuantizers ./mase/quant:FuzzParseLinearConfig \
 	./mase/passes:FuzzQuantizeArgsFromJSON ./mase/passes:FuzzPruneArgsFromJSON \
 	./mase/search/storages:FuzzJournalRead \
 	./mase/torchbin:FuzzParse ./mase/torchbin:FuzzPickle ./mase/pretrained:FuzzParseConfig \
-	./mase/checkpoint:FuzzImportGraph ./rtl/emit:FuzzDesignJSON ./kernel/runner:FuzzLoadNotebook
+	./mase/checkpoint:FuzzImportGraph ./rtl/emit:FuzzDesignJSON ./kernel/runner:FuzzLoadNotebook \
+	./mase/search/optuna:FuzzOptunaImport ./mase/limits:FuzzCgroupFiles ./mase/data:FuzzReadSST2TSV ./mase/data:FuzzReadIMDbTar
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

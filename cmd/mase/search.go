@@ -11,12 +11,13 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/lab/nas"
@@ -32,7 +33,7 @@ const searchUsage = "--space nas|mixed-precision|toy [--sampler random|grid|tpe]
 	"[nas: --num-layers 2,4,8 --num-heads ... --hidden-sizes ... --intermediate-sizes ... --like-mase --grid-layer-choices linear[,identity] --compress --post-epochs E --best CKPT] " +
 	"[toy: --toy-sleep D] " +
 	"[mixed-precision: --checkpoint CKPT | --pretrained auto|off|ID|PATH --start-epochs E --formats integer,...|all --widths 8,16,32 --frac-widths 2,4,8 --lambda L --bits storage|mase]; " +
-	"or: mase search " + searchExportUsage + "; or: mase search " + searchImportUsage
+	"or: mase search " + searchExportUsage + "; or: mase search " + searchImportUsage + "; or: mase search " + searchFailUsage
 
 func init() {
 	register(command{
@@ -97,6 +98,8 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 			return runSearchExport(args[1:], stdout, stderr)
 		case "import":
 			return runSearchImport(args[1:], stdout, stderr)
+		case "fail":
+			return runSearchFail(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
@@ -107,7 +110,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.trials, "trials", 10, "stop when the study holds this many complete trials, counting those already in --storage and those other workers sharing it run (grid: at most the grid's size)")
 	fs.StringVar(&f.storage, "storage", "", "where the study is kept: a journal file (one machine; created if missing, and an existing file must be a journal), or a PostgreSQL URL "+
 		"postgresql://USER:PASSWORD@HOST:PORT/DB (workers on several machines share the study); a killed search started again with it resumes (default: memory only)")
-	durationVar(fs, &f.heartbeat, "heartbeat", 0, false, "with a postgresql:// --storage: refresh this worker's heartbeat every D (e.g. 60s), so that workers on other machines mark its trial failed when it dies (Optuna's heartbeat_interval; 0: off)")
+	durationVar(fs, &f.heartbeat, "heartbeat", 0, false, "with a --storage: record this worker's heartbeat every D (e.g. 60s), so that workers on other machines (or other containers sharing a journal) mark its trial failed once it dies (Optuna's heartbeat_interval; 0: off)")
 	fs.IntVar(&f.retryFailed, "retry-failed", 0, "run a trial that failed (its objective failed, or its worker died) again with the same parameters, at most N times per trial (Optuna's RetryFailedTrialCallback; 0: never)")
 	fs.IntVar(&f.tpeStartup, "tpe-startup", 10, "tpe sampler: the number of complete trials sampled at random before TPE starts (Optuna's n_startup_trials)")
 	fs.StringVar(&f.study, "study", "", "study name (default bert-tiny-nas-study or bert-tiny-mixed-precision-study)")
@@ -156,11 +159,19 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if f.tpeStartup < 0 {
 		return fmt.Errorf("--tpe-startup must be ≥ 0 (got %d)", f.tpeStartup)
 	}
-	if f.heartbeat > 0 && !storages.IsPostgresURL(f.storage) {
-		return errors.New(heartbeatNeedsPostgres)
+	if f.heartbeat > 0 && f.storage == "" {
+		return errors.New(heartbeatNeedsStorage)
 	}
 	if err := checkOutputPath("--plot", f.plot, ".svg"); err != nil {
 		return err
+	}
+	if *nasFlags.best != "" {
+		if f.space != "nas" {
+			return fmt.Errorf("--best is for --space nas (it saves the best trial's model); --space %s has no model to save", shellArg(f.space))
+		}
+		if err := checkBestPath(*nasFlags.best); err != nil {
+			return err
+		}
 	}
 	if f.epochs < 0 {
 		return fmt.Errorf("--epochs must be ≥ 0 (got %d)", f.epochs)
@@ -187,8 +198,8 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		}
 		defer st.Close()
 		storage, storageName = st, st.String()
-		if pg, ok := st.(*storages.PostgresStorage); ok && f.heartbeat > 0 {
-			if err := pg.SetHeartbeat(f.heartbeat); err != nil {
+		if hb, ok := st.(heartbeater); ok && f.heartbeat > 0 {
+			if err := hb.SetHeartbeat(f.heartbeat); err != nil {
 				return err
 			}
 		}
@@ -246,7 +257,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if done := countComplete(before); done > 0 {
-		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, storageName, done)
+		fmt.Fprintf(stderr, "resuming study %q from %s: %d complete trial(s) kept\n", f.study, shellArg(storageName), done)
 	}
 	fmt.Fprintf(stderr, "%s search, %s sampler, objective: %s; %d trial(s) in all\n", f.space, f.sampler, value, f.trials)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -254,6 +265,10 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if err := study.OptimizeUntil(ctx, objective, f.trials, f.timeout); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("interrupted; finished trials are kept%s", resumeHint(storageName))
+		}
+		var unjudged *search.UnjudgedError
+		if errors.As(err, &unjudged) {
+			return unjudgedRemedy(unjudged, storageName)
 		}
 		return err
 	}
@@ -290,14 +305,40 @@ func resumeHint(storage string) string {
 	if storage == "" {
 		return " only in memory (give --storage FILE or a PostgreSQL URL to resume a search)"
 	}
-	return " in " + storage + "; run the same command to resume"
+	return " in " + shellArg(storage) + "; run the same command to resume"
 }
 
-// heartbeatNeedsPostgres is the error of --heartbeat without a PostgreSQL
-// --storage: a journal's workers share one machine, where a dead worker's
-// trial is found by its process, and an in-memory study has one worker.
-const heartbeatNeedsPostgres = "--heartbeat needs a PostgreSQL --storage (postgresql://…), whose workers may run on several machines; " +
-	"with a journal file every worker runs on one machine, where a dead worker's trial is found through its process id without a heartbeat"
+// heartbeatNeedsStorage is the error of --heartbeat without --storage: an
+// in-memory study has one worker, this process.
+const heartbeatNeedsStorage = "--heartbeat needs a --storage (a journal file or a postgresql:// URL) that workers share; " +
+	"an in-memory study has one worker, this process"
+
+// heartbeater is a storage whose workers can send a heartbeat (the journal
+// and PostgreSQL storages).
+type heartbeater interface {
+	SetHeartbeat(interval time.Duration) error
+}
+
+// unjudgedRemedy is the one-line error of a search that would wait only for
+// trials whose worker it cannot judge: which trials, why, and the commands
+// that go on.
+func unjudgedRemedy(e *search.UnjudgedError, storage string) error {
+	return fmt.Errorf("study %s waits only for %s; not waiting without end: if that worker is gone, mark the trial failed "+
+		"(mase search fail --storage %s --study %s --trial %s) and run this again; if it still runs, run this again once it has finished; "+
+		"start every worker with --heartbeat D (e.g. 60s) so that a dead worker's trial is marked failed by itself",
+		strconv.Quote(e.Study), search.DescribeUnjudged(e.Trials), shellArg(storage), shellArg(e.Study), joinInts(search.UnjudgedNumbers(e.Trials)))
+}
+
+// checkBestPath checks, before any trial, that --best can be written: both
+// files of the checkpoint (base.safetensors and base.json) in a folder
+// that exists and takes new files, neither a folder, and any already there
+// one Export wrote (checkpoint.CheckOutput, as train --out checks).
+func checkBestPath(base string) error {
+	if err := checkpoint.CheckOutput(base); err != nil {
+		return fmt.Errorf("--best: %w", err)
+	}
+	return nil
+}
 
 // countComplete counts complete trials (what OptimizeUntil counts).
 func countComplete(ts []search.FrozenTrial) int {
@@ -414,11 +455,6 @@ func (n *nasFlags) objective(ctx context.Context, f searchFlags, set map[string]
 		value = "accuracy after compression"
 		if obj.PostEpochs > 0 {
 			value += " and training"
-		}
-	}
-	if *n.best != "" {
-		if err := os.MkdirAll(filepath.Dir(*n.best), 0o755); err != nil {
-			return nil, nil, "", fmt.Errorf("--best: %w", err)
 		}
 	}
 	archs, total := space.Size()

@@ -141,8 +141,8 @@ func TestSearchBadFlags(t *testing.T) {
 		{append(slices.Clone(tinyNAS), "--retry-failed", "-1"), "--retry-failed must be ≥ 0"},
 		{append(slices.Clone(tinyNAS), "--tpe-startup", "-2"), "--tpe-startup must be ≥ 0"},
 		{append(slices.Clone(tinyNAS), "--heartbeat", "-1s"), `invalid value "-1s" for flag -heartbeat: want a duration of 0 or more`},
-		{append(slices.Clone(tinyNAS), "--heartbeat", "60s", "--storage", "study.jsonl"), "--heartbeat needs a PostgreSQL --storage (postgresql://…)"},
-		{append(slices.Clone(tinyNAS), "--heartbeat", "60s"), "--heartbeat needs a PostgreSQL --storage"},
+		{append(slices.Clone(tinyNAS), "--heartbeat", "60s"), "--heartbeat needs a --storage (a journal file or a postgresql:// URL)"},
+		{[]string{"--space", "toy", "--best", "best"}, "--best is for --space nas"},
 	} {
 		code, _, errOut := runCLI(append([]string{"search"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -10,6 +10,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +61,68 @@ type Config struct {
 	// attempts, as a JSON list), as Optuna's RetryFailedTrialCallback makes
 	// it. Give every worker of a study the same value.
 	RetryFailed int
+	// WaitForUnjudged makes a worker wait for Running trials whose worker
+	// it cannot judge alive or dead (Storage.UnjudgedTrials: on another
+	// machine without a heartbeat, or none recorded) when those are all it
+	// would wait for, as long as its context and timeout allow. By default
+	// it returns an *UnjudgedError instead, naming them and what to do,
+	// since such a wait may never end: their worker may be gone.
+	WaitForUnjudged bool
 }
+
+// UnjudgedError is what Optimize, OptimizeUntil and Ask return when every
+// trial the worker would wait for runs in a worker it cannot judge alive or
+// dead (and Config.WaitForUnjudged is not set).
+type UnjudgedError struct {
+	Study  string
+	Trials []studydata.UnjudgedTrial
+}
+
+func (e *UnjudgedError) Error() string {
+	return fmt.Sprintf("search: study %s waits only for %s; not waiting without end: if that worker is gone, finish the trial as failed "+
+		"(mase search fail, or Storage.FinishTrial) and run again; if it still runs, run again once it has finished; "+
+		"workers with a heartbeat (mase search --heartbeat, SetHeartbeat) are judged by it",
+		quoteName(e.Study), DescribeUnjudged(e.Trials))
+}
+
+// DescribeUnjudged names unjudged trials and why each cannot be judged, on
+// one line: "trial 7, run by pid 12 on host a1, which this process cannot
+// check (…)".
+func DescribeUnjudged(ts []studydata.UnjudgedTrial) string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more (trials", len(ts)-i)
+			for _, r := range ts[i:] {
+				fmt.Fprintf(&b, " %d", r.Number)
+			}
+			b.WriteString(")")
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "trial %d", t.Number)
+		if t.Owner != "" {
+			fmt.Fprintf(&b, ", run by %s", t.Owner)
+		}
+		fmt.Fprintf(&b, ", which this process cannot check (%s)", t.Why)
+	}
+	return b.String()
+}
+
+// UnjudgedNumbers returns the numbers of ts.
+func UnjudgedNumbers(ts []studydata.UnjudgedTrial) []int {
+	out := make([]int, len(ts))
+	for i, t := range ts {
+		out[i] = t.Number
+	}
+	return out
+}
+
+// quoteName quotes a study name for a message, its control characters
+// escaped.
+func quoteName(s string) string { return strconv.Quote(s) }
 
 // Study is an optimisation task: a direction, a sampler and a storage holding
 // its trials. A Study is safe for concurrent use; several goroutines may run
@@ -72,7 +135,8 @@ type Study struct {
 	logger    *slog.Logger
 	callbacks []func(*Study, studydata.FrozenTrial)
 
-	retries int
+	retries      int
+	waitUnjudged bool
 
 	samplerMu sync.Mutex
 	stop      atomic.Bool
@@ -96,7 +160,7 @@ const waitWarning = time.Minute
 // direction must match cfg.Direction.
 func NewStudy(cfg Config) (*Study, error) {
 	s := &Study{name: cfg.Name, direction: cfg.Direction, sampler: cfg.Sampler, storage: cfg.Storage, logger: cfg.Logger,
-		callbacks: cfg.Callbacks, retries: cfg.RetryFailed}
+		callbacks: cfg.Callbacks, retries: cfg.RetryFailed, waitUnjudged: cfg.WaitForUnjudged}
 	if s.name == "" {
 		s.name = "default"
 	}
@@ -133,6 +197,15 @@ func NewStudy(cfg Config) (*Study, error) {
 		}
 		if trials, err := s.storage.Trials(s.name); err == nil {
 			s.logger.Info("search: resuming study", "study", s.name, "trials", len(trials), "finished", studydata.CountStates(trials, studydata.Complete, studydata.Pruned, studydata.Fail))
+		}
+		unjudged, err := s.storage.UnjudgedTrials(s.name)
+		if err != nil {
+			return nil, fmt.Errorf("search: study %q: %w", s.name, err)
+		}
+		if len(unjudged) > 0 {
+			s.logger.Warn("search: the study has running trials whose worker this process cannot check; they are never marked failed by themselves: "+
+				"if their worker is gone, finish them as failed (mase search fail, or Storage.FinishTrial)",
+				"study", s.name, "trials", UnjudgedNumbers(unjudged), "first", DescribeUnjudged(unjudged[:1]))
 		}
 	}
 	return s, nil
@@ -216,7 +289,10 @@ func (s *Study) BestTrial() (studydata.FrozenTrial, error) {
 	}
 	best := -1
 	for i, t := range ts {
-		if t.State == studydata.Complete && (best < 0 || s.direction.Better(t.Value, ts[best].Value)) {
+		if t.State != studydata.Complete || math.IsNaN(t.Value) || math.IsInf(t.Value, 0) {
+			continue // a storage reads a stored non-finite value as failed; this is a second guard
+		}
+		if best < 0 || s.direction.Better(t.Value, ts[best].Value) {
 			best = i
 		}
 	}
@@ -393,9 +469,13 @@ var errStopWaiting = errors.New("search: stopped waiting for running trials to f
 // plan says to wait, it marks the trials of dead workers failed and tries
 // again, every 20 ms at first and then up to every second, until ctx is done,
 // the deadline (if not zero) passes, or, when stoppable, Stop is called.
+// Running trials whose worker cannot be judged are reported at once; when
+// they are all it waits for, it returns an *UnjudgedError instead of
+// waiting (unless Config.WaitForUnjudged).
 func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppable bool) (*Trial, error) {
 	delay := 20 * time.Millisecond
 	var waitStart time.Time
+	reported := map[int]bool{}
 	for warned := false; ; {
 		t, err := s.start(ctx, limit)
 		if !errors.Is(err, studydata.ErrWait) {
@@ -415,7 +495,7 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 					}
 				}
 			}
-			s.logger.Warn("search: still waiting for running trials of other workers; a trial whose worker died on another machine is marked failed only through its heartbeat (PostgresStorage.SetHeartbeat, mase search --heartbeat)",
+			s.logger.Warn("search: still waiting for running trials of other workers; each is marked failed once its worker's process is gone (on another machine: once its heartbeat stops)",
 				"study", s.name, "waited", time.Since(waitStart).Round(time.Second), "running", running)
 		}
 		recovered, err := s.recover()
@@ -424,6 +504,9 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 		}
 		if recovered {
 			continue
+		}
+		if err := s.checkUnjudged(reported); err != nil {
+			return nil, err
 		}
 		timer := time.NewTimer(delay)
 		select {
@@ -437,6 +520,42 @@ func (s *Study) ask(ctx context.Context, limit int, deadline time.Time, stoppabl
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// checkUnjudged looks, while a worker waits, for the running trials it
+// cannot judge: it returns an *UnjudgedError when they are all the running
+// trials (unless Config.WaitForUnjudged), and otherwise warns of each once
+// (reported holds those already reported).
+func (s *Study) checkUnjudged(reported map[int]bool) error {
+	unjudged, err := s.storage.UnjudgedTrials(s.name)
+	if err != nil {
+		return fmt.Errorf("search: study %q: %w", s.name, err)
+	}
+	if len(unjudged) == 0 {
+		return nil
+	}
+	if !s.waitUnjudged {
+		ts, err := s.storage.Trials(s.name)
+		if err != nil {
+			return fmt.Errorf("search: study %q: %w", s.name, err)
+		}
+		if studydata.CountStates(ts, studydata.Running) <= len(unjudged) {
+			return &UnjudgedError{Study: s.name, Trials: unjudged}
+		}
+	}
+	var fresh []studydata.UnjudgedTrial
+	for _, t := range unjudged {
+		if !reported[t.Number] {
+			reported[t.Number] = true
+			fresh = append(fresh, t)
+		}
+	}
+	if len(fresh) > 0 {
+		s.logger.Warn("search: waiting, among others, for running trials whose worker this process cannot check; they are never marked failed by themselves: "+
+			"if their worker is gone, finish them as failed (mase search fail, or Storage.FinishTrial)",
+			"study", s.name, "trials", UnjudgedNumbers(fresh), "first", DescribeUnjudged(fresh[:1]))
+	}
+	return nil
 }
 
 // plan is the StartPlan of the study's trials: at most limit complete and

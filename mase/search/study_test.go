@@ -223,6 +223,9 @@ func TestSuggestValidation(t *testing.T) {
 		{"float log ≤ 0", func() error { _, err := tr.SuggestFloat("b", 0, 1, search.WithLog()); return err }, "low > 0"},
 		{"float step+log", func() error { _, err := tr.SuggestFloat("c", 1, 2, search.WithLog(), search.WithStep(0.5)); return err }, "cannot be combined"},
 		{"float NaN", func() error { _, err := tr.SuggestFloat("d", math.NaN(), 1); return err }, "finite"},
+		// Optuna refuses step=0 (it used to be taken as no step).
+		{"float step 0", func() error { _, err := tr.SuggestFloat("d0", 0, 1, search.WithStep(0)); return err }, "step 0 is invalid"},
+		{"float step -1", func() error { _, err := tr.SuggestFloat("d1", 0, 1, search.WithStep(-1)); return err }, "step -1 is invalid"},
 		{"int step 0.5", func() error { _, err := tr.SuggestInt("e", 0, 4, search.WithStep(0.5)); return err }, "whole number"},
 		{"int log 0", func() error { _, err := tr.SuggestInt("f", 0, 4, search.WithLog()); return err }, "low ≥ 1"},
 		{"int empty", func() error { _, err := tr.SuggestInt("g", 5, 4); return err }, "low must be ≤ high"},

@@ -21,8 +21,9 @@ var ErrPruned = errors.New("search: trial pruned")
 type SuggestOption func(*suggestOptions)
 
 type suggestOptions struct {
-	log  bool
-	step float64
+	log     bool
+	step    float64
+	stepSet bool // WithStep was given (a float step of 0 is refused, as Optuna refuses it)
 }
 
 // WithLog samples the parameter on a logarithmic scale (low must be > 0).
@@ -30,7 +31,9 @@ func WithLog() SuggestOption { return func(o *suggestOptions) { o.log = true } }
 
 // WithStep restricts the parameter to low, low+step, low+2·step, … ≤ high.
 // For SuggestInt the step must be a whole number ≥ 1.
-func WithStep(step float64) SuggestOption { return func(o *suggestOptions) { o.step = step } }
+func WithStep(step float64) SuggestOption {
+	return func(o *suggestOptions) { o.step, o.stepSet = step, true }
+}
 
 // Trial is one evaluation of the objective: it hands out parameter values and
 // records user attributes. A Trial is safe for concurrent use.
@@ -71,6 +74,9 @@ func (t *Trial) SuggestFloat(name string, low, high float64, opts ...SuggestOpti
 	var o suggestOptions
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.stepSet && !(o.step > 0) {
+		return 0, fmt.Errorf("search: SuggestFloat(%q): step %v is invalid; a step must be a finite number > 0 (leave WithStep out for a continuous range)", name, o.step)
 	}
 	d := studydata.FloatDistribution{Low: low, High: high, Step: o.step, Log: o.log}
 	if err := d.Validate(); err != nil {

@@ -203,6 +203,7 @@ func optunaDistribution(d studydata.Distribution, x float64) (string, any, error
 	var value any
 	switch d := d.(type) {
 	case studydata.FloatDistribution:
+		d.AdjustHigh() // Optuna would move it so on loading, with a warning
 		b.object(func() {
 			b.field("name", "FloatDistribution")
 			b.key("attributes")
@@ -219,6 +220,7 @@ func optunaDistribution(d studydata.Distribution, x float64) (string, any, error
 		})
 		value = x
 	case studydata.IntDistribution:
+		d.AdjustHigh()
 		b.object(func() {
 			b.field("name", "IntDistribution")
 			b.key("attributes")

@@ -1,16 +1,20 @@
 package optuna
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -39,7 +43,12 @@ type Import struct {
 // imported as failed; a complete trial with an infinite value as failed;
 // intermediate values are dropped. Waiting trials stay waiting, with their
 // fixed_params. Multi-objective studies are refused.
-func ImportJournal(st studydata.Storage, r io.Reader, name, as string) (Import, error) {
+func ImportJournal(st studydata.Storage, r io.Reader, name, as string) (imp Import, err error) {
+	defer func() {
+		if err != nil {
+			err = oneLineError{err}
+		}
+	}()
 	j, err := replayOptunaJournal(r)
 	if err != nil {
 		return Import{}, err
@@ -48,9 +57,15 @@ func ImportJournal(st studydata.Storage, r io.Reader, name, as string) (Import, 
 	if err != nil {
 		return Import{}, err
 	}
-	imp := Import{Study: s.name, Trials: map[studydata.TrialState]int{}}
+	imp = Import{Study: s.name, Trials: map[studydata.TrialState]int{}}
 	if as != "" {
 		imp.Study = as
+	}
+	if imp.Study == "" {
+		return imp, errors.New(`search: import: the study's name is "" (empty), which no gomase command can name; give it one with --as NAME (Import's as)`)
+	}
+	for _, n := range slices.Sorted(maps.Keys(j.adjusted)) {
+		imp.Notes = append(imp.Notes, j.adjusted[n])
 	}
 	if len(s.directions) != 1 {
 		return imp, fmt.Errorf("search: import: study %q has %d objectives; a gomase study has one (minimize or maximize)", s.name, len(s.directions))
@@ -84,15 +99,57 @@ func ImportJournal(st studydata.Storage, r io.Reader, name, as string) (Import, 
 	return imp, nil
 }
 
+// oneLineError is an import error whose text, which quotes what the
+// journal holds, is kept on one line and free of terminal escapes: its
+// control characters are written as escapes (\n, \x1b).
+type oneLineError struct{ err error }
+
+func (e oneLineError) Error() string {
+	msg := e.err.Error()
+	if !strings.ContainsFunc(msg, isControl) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func (e oneLineError) Unwrap() error { return e.err }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
 // ojStudy and ojTrial are a study and a trial as a replay builds them.
 type ojStudy struct {
-	name       string
+	name string
+	// rawName is the study_name as the journal holds it; badName says why
+	// it cannot be a gomase name (not a string), "" when it can.
+	rawName    any
+	badName    string
 	directions []int
 	trials     []int // trial ids, in number order
+	// firstWith is, for each parameter name, the position in trials of the
+	// first trial that has it: the distribution Optuna checks a new one of
+	// that name against.
+	firstWith map[string]int
+}
+
+// noteParam records that the trial at position pos has parameter name.
+func (s *ojStudy) noteParam(name string, pos int) {
+	if first, ok := s.firstWith[name]; !ok || pos < first {
+		s.firstWith[name] = pos
+	}
 }
 
 type ojTrial struct {
 	study, number   int
+	pos             int // position in its study's trials
 	state           int
 	values          []float64
 	start, complete time.Time
@@ -111,18 +168,29 @@ type ojJournal struct {
 	studies map[int]*ojStudy // existing (not deleted) studies by id
 	order   []int            // their ids in creation order
 	trials  []*ojTrial       // every created trial, by trial id
+	names   map[string]int   // the ids of existing studies, by nameKey
 	nextID  int
+	// adjusted holds a note for each distribution whose high was moved onto
+	// its step grid, as Optuna moves it (by its JSON text).
+	adjusted map[string]string
+	// compared counts the earlier trials looked at to check parameter
+	// distributions (a test's count that replay stays linear).
+	compared int
 }
 
-// pick returns the study named name, or the only one when name is "".
+// pick returns the study named name, or the only one when name is "". A
+// study whose journal name is not a string is refused when it would be
+// picked.
 func (j *ojJournal) pick(name string) (*ojStudy, error) {
 	var names []string
+	var only *ojStudy
 	for _, id := range j.order {
 		if s, ok := j.studies[id]; ok {
-			if name != "" && s.name == name {
+			if name != "" && s.badName == "" && s.name == name {
 				return s, nil
 			}
-			names = append(names, strconv.Quote(s.name))
+			names = append(names, s.label())
+			only = s
 		}
 	}
 	switch {
@@ -133,45 +201,104 @@ func (j *ojJournal) pick(name string) (*ojStudy, error) {
 	case len(names) > 1:
 		return nil, fmt.Errorf("search: import: the journal holds %d studies (%s); name the one to import", len(names), strings.Join(names, ", "))
 	}
-	for _, id := range j.order {
-		if s, ok := j.studies[id]; ok {
-			return s, nil
-		}
+	if only.badName != "" {
+		return nil, fmt.Errorf("search: import: the journal's study is named by %s, not a string; Optuna and gomase name studies by strings, and no command could name it (rewrite its study_name as a JSON string)", only.badName)
 	}
-	return nil, nil
+	return only, nil
 }
 
-// replayOptunaJournal replays the lines of a journal as Optuna 3.1 does.
+// label names a study in a list of the journal's studies.
+func (s *ojStudy) label() string {
+	if s.badName != "" {
+		return s.badName + " (not a string)"
+	}
+	return strconv.Quote(s.name)
+}
+
+// nameKey is a study_name as a map key: its JSON type and value, so that
+// the string "1" and the number 1 are two names, as in Optuna.
+func nameKey(v any) string { return fmt.Sprintf("%T:%v", v, v) }
+
+// describeName says what a study_name that is not a string is.
+func describeName(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case json.Number:
+		return "the number " + x.String()
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	if f, ok := ojFloat(v); ok {
+		return fmt.Sprintf("the number %v", f)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Bounds of an Optuna journal: the file (checked before it is opened, by
+// the caller that opens it) and each line, checked as it is read.
+var (
+	// JournalFile bounds the size of an Optuna journal to import.
+	JournalFile = limits.File{What: "an Optuna journal", Max: 512 << 20}
+	// maxLine is the longest line an import reads.
+	maxLine = 16 << 20
+)
+
+// replayOptunaJournal replays the lines of a journal as Optuna 3.1 does,
+// reading one line at a time, each at most maxLine bytes, and at most
+// JournalFile.Max bytes in all.
 func replayOptunaJournal(r io.Reader) (*ojJournal, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("search: import: %w", err)
-	}
-	j := &ojJournal{studies: map[int]*ojStudy{}}
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		i := bytes.IndexByte(data, '\n')
-		last := i < 0
-		if !last {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		op, err := decodeOptunaLine(line)
-		if err != nil {
-			if last || len(bytes.TrimSpace(data)) == 0 {
-				break // a last line cut short by a crash: Optuna ignores it too
+	j := &ojJournal{studies: map[int]*ojStudy{}, names: map[string]int{}, adjusted: map[string]string{}}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	var total int64
+	var pending error // the decoding error of a line, fatal unless it was the last
+	for n := 1; ; n++ {
+		buf = buf[:0]
+		ended := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			total += int64(len(chunk))
+			if total > JournalFile.Max {
+				return nil, fmt.Errorf("search: import: the journal is longer than the %s allowed for %s", limits.Bytes(JournalFile.Max), JournalFile.What)
 			}
-			return nil, fmt.Errorf("search: import: line %d is not JSON: %w", n, err)
+			if len(buf)+len(chunk) > maxLine+1 {
+				return nil, fmt.Errorf("search: import: line %d is longer than the %s a journal line may be", n, limits.Bytes(int64(maxLine)))
+			}
+			buf = append(buf, chunk...)
+			if err == nil {
+				ended = true
+				break
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return nil, fmt.Errorf("search: import: reading line %d: %w", n, err)
+			}
 		}
-		if err := j.apply(op); err != nil {
-			return nil, fmt.Errorf("search: import: line %d: %w", n, err)
+		line := bytes.TrimSuffix(buf, []byte{'\n'})
+		if len(bytes.TrimSpace(line)) > 0 {
+			if pending != nil {
+				return nil, pending
+			}
+			op, err := decodeOptunaLine(line)
+			if err != nil {
+				// Fatal unless nothing but blank lines follows: a last line cut
+				// short by a crash, which Optuna ignores too.
+				pending = fmt.Errorf("search: import: line %d is not JSON: %w", n, err)
+			} else if err := j.apply(op); err != nil {
+				return nil, fmt.Errorf("search: import: line %d: %w", n, err)
+			}
+		}
+		if !ended {
+			return j, nil
 		}
 	}
-	return j, nil
 }
 
 // ojNaN, ojInf and ojNegInf stand for Python's NaN, Infinity and -Infinity
@@ -350,27 +477,35 @@ func (j *ojJournal) apply(op map[string]any) error {
 	}
 	switch code {
 	case ojCreateStudy:
-		name, _ := op["study_name"].(string)
-		for _, s := range j.studies {
-			if s.name == name {
-				return nil
-			}
+		raw := op["study_name"]
+		key := nameKey(raw)
+		if _, exists := j.names[key]; exists {
+			return nil // Optuna refuses a second study of a name
 		}
-		s := &ojStudy{name: name}
+		s := &ojStudy{rawName: raw, firstWith: map[string]int{}}
+		if name, ok := raw.(string); ok {
+			s.name = name
+		} else {
+			s.badName = describeName(raw)
+		}
 		dirs, _ := op["directions"].([]any)
 		for _, d := range dirs {
 			di, ok := ojInt(d)
 			if !ok {
-				return fmt.Errorf("study %q: direction %v is not an integer", name, d)
+				return fmt.Errorf("study %s: direction %v is not an integer", s.label(), d)
 			}
 			s.directions = append(s.directions, di)
 		}
+		j.names[key] = j.nextID
 		j.studies[j.nextID] = s
 		j.order = append(j.order, j.nextID)
 		j.nextID++
 	case ojDeleteStudy:
 		if id, ok := ojInt(op["study_id"]); ok {
-			delete(j.studies, id)
+			if s, live := j.studies[id]; live {
+				delete(j.names, nameKey(s.rawName))
+				delete(j.studies, id)
+			}
 		}
 	case ojSetStudyUserAttr, ojSetStudySystemAttr, ojDiscardTrials:
 		// Study attributes have no place in gomase; DISCARD_TRIALS is
@@ -381,7 +516,7 @@ func (j *ojJournal) apply(op map[string]any) error {
 		if !ok || !live {
 			return nil
 		}
-		t := &ojTrial{study: sid, number: len(s.trials), state: ojRunning, params: map[string]float64{},
+		t := &ojTrial{study: sid, number: len(s.trials), pos: len(s.trials), state: ojRunning, params: map[string]float64{},
 			dists: map[string]studydata.Distribution{}, userAttrs: map[string]any{}, systemAttrs: map[string]any{}}
 		if v, ok := op["state"]; ok {
 			if t.state, ok = ojInt(v); !ok || t.state < ojRunning || t.state > ojWaiting {
@@ -404,9 +539,9 @@ func (j *ojJournal) apply(op map[string]any) error {
 		}
 		if dm, ok := op["distributions"].(map[string]any); ok {
 			for name, dj := range dm {
-				d, err := optunaDistFromJSON(dj)
+				d, err := j.distribution(name, dj)
 				if err != nil {
-					return fmt.Errorf("parameter %q: %w", name, err)
+					return err
 				}
 				t.dists[name] = d
 			}
@@ -421,6 +556,7 @@ func (j *ojJournal) apply(op map[string]any) error {
 					return fmt.Errorf("parameter %q has no distribution", name)
 				}
 				t.params[name] = x
+				s.noteParam(name, t.pos)
 			}
 		}
 		if um, ok := op["user_attrs"].(map[string]any); ok {
@@ -447,25 +583,25 @@ func (j *ojJournal) apply(op map[string]any) error {
 			return nil
 		}
 		name, _ := op["param_name"].(string)
-		d, err := optunaDistFromJSON(op["distribution"])
+		d, err := j.distribution(name, op["distribution"])
 		if err != nil {
-			return fmt.Errorf("parameter %q: %w", name, err)
+			return err
 		}
 		x, ok := ojFloat(op["param_value_internal"])
 		if !ok {
 			return fmt.Errorf("parameter %q: value %v is not a number", name, op["param_value_internal"])
 		}
-		// Optuna drops a parameter whose distribution does not match the
-		// study's first one of that name.
-		for _, id := range j.studies[t.study].trials {
-			if old, ok := j.trials[id].dists[name]; ok {
-				if !optunaCompatible(old, d) {
-					return nil
-				}
-				break
+		// Optuna drops a parameter whose distribution does not match that of
+		// the study's first trial that has one of that name.
+		s := j.studies[t.study]
+		if first, ok := s.firstWith[name]; ok {
+			j.compared++
+			if !optunaCompatible(j.trials[s.trials[first]].dists[name], d) {
+				return nil
 			}
 		}
 		t.params[name], t.dists[name] = x, d
+		s.noteParam(name, t.pos)
 	case ojSetTrialStateValue:
 		t := trial()
 		if t == nil {

@@ -1,8 +1,8 @@
 package optuna
 
 import (
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -179,6 +179,34 @@ func ojTokens(v any) any {
 	return v
 }
 
+// distribution reads the distribution of parameter name as Optuna would
+// hold it: a stepped range whose high is off its step grid has its high
+// moved down onto it (with a note, once per distribution).
+func (j *ojJournal) distribution(name string, v any) (studydata.Distribution, error) {
+	d, err := optunaDistFromJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("parameter %q: %w", name, err)
+	}
+	before := d.String()
+	switch x := d.(type) {
+	case studydata.FloatDistribution:
+		if x.AdjustHigh() {
+			d = x
+		}
+	case studydata.IntDistribution:
+		if x.AdjustHigh() {
+			d = x
+		}
+	}
+	if after := d.String(); after != before {
+		key := name + " " + before
+		if _, done := j.adjusted[key]; !done {
+			j.adjusted[key] = fmt.Sprintf("parameter %q: %s is not a whole number of steps; imported as %s, as Optuna holds it", name, before, after)
+		}
+	}
+	return d, nil
+}
+
 // optunaDistFromJSON reads a distribution: the JSON string Optuna writes
 // (or the object itself), with the current names (FloatDistribution,
 // IntDistribution, CategoricalDistribution), the names deprecated in Optuna
@@ -232,15 +260,28 @@ func optunaDistFromJSON(v any) (studydata.Distribution, error) {
 		}
 		return i, nil
 	}
+	logFlag := func() (bool, error) {
+		switch v := attrs["log"].(type) {
+		case nil:
+			return false, nil
+		case bool:
+			return v, nil
+		}
+		return false, fmt.Errorf("%s: log %v is not a boolean (true or false)", name, attrs["log"])
+	}
 	var d studydata.Distribution
 	switch name {
 	case "FloatDistribution", "UniformDistribution", "LogUniformDistribution", "DiscreteUniformDistribution":
 		low, err1 := num("low")
 		high, err2 := num("high")
-		if err := errors.Join(err1, err2); err != nil {
+		if err := cmp.Or(err1, err2); err != nil { // the first: one line
 			return nil, err
 		}
-		fd := studydata.FloatDistribution{Low: low, High: high, Log: attrs["log"] == true || name == "LogUniformDistribution"}
+		log, err := logFlag()
+		if err != nil {
+			return nil, err
+		}
+		fd := studydata.FloatDistribution{Low: low, High: high, Log: log || name == "LogUniformDistribution"}
 		step := attrs["step"]
 		if name == "DiscreteUniformDistribution" {
 			step = attrs["q"]
@@ -250,6 +291,9 @@ func optunaDistFromJSON(v any) (studydata.Distribution, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: step %v is not a number", name, step)
 			}
+			if !(s > 0) {
+				return nil, fmt.Errorf("%s: step %v is not > 0 (Optuna refuses it; null is no step)", name, s)
+			}
 			fd.Step = s
 		}
 		d = fd
@@ -257,10 +301,14 @@ func optunaDistFromJSON(v any) (studydata.Distribution, error) {
 		low, err1 := integer("low", 0)
 		high, err2 := integer("high", 0)
 		step, err3 := integer("step", 1)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		if err := cmp.Or(err1, err2, err3); err != nil {
 			return nil, err
 		}
-		d = studydata.IntDistribution{Low: low, High: high, Step: step, Log: attrs["log"] == true || name == "IntLogUniformDistribution"}
+		log, err := logFlag()
+		if err != nil {
+			return nil, err
+		}
+		d = studydata.IntDistribution{Low: low, High: high, Step: step, Log: log || name == "IntLogUniformDistribution"}
 	case "CategoricalDistribution":
 		list, ok := attrs["choices"].([]any)
 		if !ok {

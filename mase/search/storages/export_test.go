@@ -39,6 +39,25 @@ func As(p *PostgresStorage, o owner) *PostgresStorage {
 // SetHost makes p's worker claim another host.
 func SetHost(p *PostgresStorage, host string) { p.self.Host = host }
 
+// SetJournalHost makes j's worker claim another host: it judges the trials
+// of this machine's processes as another machine would.
+func SetJournalHost(j *JournalStorage, host string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.self.Host = host
+}
+
+// SetMaxJournalLine bounds journal lines at n bytes until restore is called.
+func SetMaxJournalLine(n int) (restore func()) {
+	old := maxJournalLine
+	maxJournalLine = n
+	return func() { maxJournalLine = old }
+}
+
+// TempPrefix begins the names of the temporary journals CreateJournal makes
+// for path in process o.
+func TempPrefix(path string, o owner) string { return tempPrefix(path, o) }
+
 // KeptTrials is the number of the first trial p keeps of study, and how
 // many it keeps; ok is false when it keeps none.
 func KeptTrials(p *PostgresStorage, study string) (from, n int, ok bool) {

@@ -1,24 +1,23 @@
 package storages
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -45,17 +44,37 @@ import (
 type JournalStorage struct {
 	path   string
 	logger *slog.Logger
+	self   owner // this process; a test may make it claim another host
 
-	mu      sync.Mutex
-	f       *os.File
-	state   *memState
-	offset  int64 // bytes replayed so far; always just after a '\n'
-	line    int   // lines replayed so far
-	tail    int64 // bytes after offset without a final '\n'
-	tailCut bool  // the tail can be a record cut short by a crash
-	warned  int64 // offset+tail we last warned about, to warn once
-	broken  error // set when a write failed: the file and state may disagree
-	closing bool
+	beatMu sync.Mutex // serialises SetHeartbeat and Close
+
+	mu     sync.Mutex
+	f      *os.File
+	state  *memState
+	offset int64 // bytes replayed so far: just after a '\n', or after a complete record whose '\n' is missing
+	// unterminated: the bytes before offset end with a complete record
+	// whose final newline is missing; the next write adds it first.
+	unterminated bool
+	line         int   // lines replayed so far
+	tail         int64 // bytes after offset without a final '\n' that are not a complete record
+	tailCut      bool  // the tail can be a record cut short by a crash
+	warned       int64 // offset+tail we last warned about, to warn once
+	// skipped counts the lines that could not be read or did not apply,
+	// and skippedFirst is the first of them (a message's hint).
+	skipped, skippedFirst int
+	broken                error // set when a write failed: the file and state may disagree
+	closing               bool
+
+	interval time.Duration      // heartbeat interval; 0: off
+	mine     map[trialKey]bool  // the Running trials this storage started, which its heartbeat keeps alive
+	stopBeat context.CancelFunc // stops the heartbeat loop
+	beatDone chan struct{}      // closed when the heartbeat loop has stopped
+}
+
+// trialKey names a trial of a study.
+type trialKey struct {
+	study  string
+	number int
 }
 
 // journalRecord is one line of the journal.
@@ -73,6 +92,9 @@ type journalRecord struct {
 	Recovered bool            `json:"recovered,omitempty"`
 	Time      *time.Time      `json:"time,omitempty"`
 	Owner     *owner          `json:"owner,omitempty"`
+	// HeartbeatMS is the heartbeat interval of a trial's worker, in
+	// milliseconds (create_trial, start_trial, heartbeat; absent: none).
+	HeartbeatMS int64 `json:"heartbeat_ms,omitempty"`
 	// A trial given whole (add_trial): its end, parameters and attributes.
 	End         *time.Time                 `json:"end,omitempty"`
 	Params      []journalParam             `json:"params,omitempty"`
@@ -99,94 +121,12 @@ const (
 	// retry, or an imported one.
 	opAddTrial = "add_trial"
 	// opStartTrial makes a waiting trial running.
-	opStartTrial   = "start_trial"
+	opStartTrial = "start_trial"
+	// opHeartbeat says that a running trial's worker is alive (see
+	// SetHeartbeat).
+	opHeartbeat    = "heartbeat"
 	journalVersion = 1
 )
-
-// What a journal file may start with. gomase's journal is its own format
-// (Optuna reads an export of it, not the journal), so a header line costs
-// no compatibility.
-const (
-	// journalHeader is the first line of every journal gomase creates: it
-	// marks the file as a journal before any study is in it.
-	journalHeader = `{"format":"gomase-search-journal","v":1}`
-	// legacyStart begins the first line of a journal written before the
-	// header: the creation of its first study (json.Marshal writes "op"
-	// and "study" first).
-	legacyStart = `{"op":"create_study","study":`
-	// recordStart begins every record.
-	recordStart = `{"op":"`
-	// maxHead bounds what is read of a file to recognise it.
-	maxHead = 64 << 10
-)
-
-// prefixEither reports whether one of b and s is a prefix of the other.
-func prefixEither(b []byte, s string) bool {
-	n := min(len(b), len(s))
-	return string(b[:n]) == s[:n]
-}
-
-// recogniseJournal checks head, the first bytes of a file of size bytes
-// (all of them, or maxHead), and returns the length of the header line to
-// skip (0 for a journal written before the header, or one whose first line
-// was cut short), or an error saying what the file holds instead.
-func recogniseJournal(path string, head []byte, size int64) (int64, error) {
-	line, complete := head, false
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		line, complete = head[:i], true
-	}
-	switch {
-	case !complete && int64(len(head)) == size:
-		// The whole file is one unterminated line: a journal whose first
-		// write was cut short holds a beginning of its header, or of its
-		// first record.
-		if strings.HasPrefix(journalHeader, string(line)) || prefixEither(line, legacyStart) {
-			return 0, nil
-		}
-	case !complete:
-	case string(line) == journalHeader:
-		return int64(len(line)) + 1, nil
-	case isStudyCreation(line):
-		return 0, nil
-	}
-	return 0, fmt.Errorf("search: %s is not a gomase study journal: it holds %s; give a journal gomase wrote, an empty file or a new file name (the file was left as it is)",
-		path, describeContent(head))
-}
-
-// isStudyCreation reports whether line is a create_study record.
-func isStudyCreation(line []byte) bool {
-	var r struct {
-		Op    string  `json:"op"`
-		Study *string `json:"study"`
-	}
-	return json.Unmarshal(line, &r) == nil && r.Op == opCreateStudy && r.Study != nil
-}
-
-// describeContent says what a file that is not a journal holds, from its
-// first bytes.
-func describeContent(head []byte) string {
-	valid := head
-	if len(head) == maxHead { // the last character may be cut
-		valid = head[:max(0, len(head)-utf8.UTFMax)]
-	}
-	if !utf8.Valid(valid) || bytes.ContainsFunc(head, func(r rune) bool {
-		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f
-	}) {
-		return "binary data (a checkpoint, an archive or another binary file)"
-	}
-	line := head
-	if i := bytes.IndexByte(head, '\n'); i >= 0 {
-		line = head[:i]
-	}
-	if json.Valid(line) {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(line, &m) == nil && m["op_code"] != nil {
-			return "an Optuna journal (op_code records), which gomase imports (ImportOptunaJournal, mase search import) instead of opening"
-		}
-		return "JSON that is not a journal (its first line is neither the journal header nor a study's creation)"
-	}
-	return "text that is not a journal (its first line is neither the journal header nor a study's creation)"
-}
 
 // OpenJournal opens (creating it if needed) the journal file at path and
 // replays it. Warnings (a cut-short final record, unreadable lines) go to
@@ -199,79 +139,24 @@ func OpenJournal(path string, logger *slog.Logger) (*JournalStorage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: open journal: %w", err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("search: open journal: %w", err)
 		}
 		return nil, fmt.Errorf("search: %s is not a regular file (%v); a journal is a file: give a journal gomase wrote, an empty file or a new file name", path, fi.Mode().Type())
 	}
-	j := &JournalStorage{path: path, logger: logger, f: f, state: newMemState(), warned: -1}
+	if err := checkJournalSize(path, fi.Size()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	j := &JournalStorage{path: path, logger: logger, self: selfOwner(), f: f, state: newMemState(), warned: -1}
 	if err := j.read(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return j, nil
-}
-
-// CreateJournal creates a journal at path, which must not exist yet,
-// holding what fill records in it. fill gets the journal while it is a
-// temporary file beside path (named .NAME.tmp-*); the file takes path's
-// name only once fill has returned nil and ctx is not done, and is removed
-// otherwise, so a failure leaves nothing at path. The journal is closed
-// when CreateJournal returns.
-func CreateJournal(ctx context.Context, path string, logger *slog.Logger, fill func(*JournalStorage) error) (err error) {
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("search: %s already exists; CreateJournal makes a new journal (open an existing one with OpenJournal)", path)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("search: creating journal %s: %w", path, err)
-	}
-	name := tmp.Name()
-	tmp.Close()
-	j, err := OpenJournal(name, logger)
-	if err != nil {
-		os.Remove(name)
-		return err
-	}
-	j.path = path // what messages name
-	defer func() {
-		j.Close()
-		if err != nil {
-			os.Remove(name)
-		}
-	}()
-	if err := fill(j); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("search: creating journal %s: %w; nothing was written", path, err)
-	}
-	if err := os.Chmod(name, 0o644); err != nil {
-		return fmt.Errorf("search: creating journal %s: %w", path, err)
-	}
-	// A link, unlike a rename, never replaces a file that appeared at path
-	// meanwhile.
-	if err := os.Link(name, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("search: %s appeared while its journal was being made; it was left as it is and nothing was written", path)
-		}
-		// A file system without hard links.
-		if _, serr := os.Lstat(path); serr == nil {
-			return fmt.Errorf("search: %s appeared while its journal was being made; it was left as it is and nothing was written", path)
-		}
-		if err := os.Rename(name, path); err != nil {
-			return fmt.Errorf("search: creating journal %s: %w", path, err)
-		}
-	} else {
-		os.Remove(name)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync() // best effort: the journal itself is synced
-		d.Close()
-	}
-	return nil
 }
 
 // Path returns the journal's file name.
@@ -280,9 +165,21 @@ func (j *JournalStorage) Path() string { return j.path }
 // String returns the journal's file name.
 func (j *JournalStorage) String() string { return j.path }
 
-// Close closes the journal file. Trials still running are left Running; a
-// later NewStudy on the journal marks them Fail once this process is gone.
+// Close stops the heartbeat and closes the journal file. Trials still
+// running are left Running; a later NewStudy on the journal marks them Fail
+// once this process is gone (from another machine: once their heartbeat is
+// stale).
 func (j *JournalStorage) Close() error {
+	j.beatMu.Lock()
+	defer j.beatMu.Unlock()
+	j.mu.Lock()
+	stop, done := j.stopBeat, j.beatDone
+	j.stopBeat, j.beatDone = nil, nil
+	j.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closing {
@@ -328,7 +225,8 @@ func (j *JournalStorage) catchUp() error {
 }
 
 // catchUpFrom replays the complete lines of r (the journal's size bytes)
-// after j.offset. At offset 0 it first checks that r is a journal.
+// after j.offset, reading them one at a time. At offset 0 it first checks
+// that r is a journal.
 func (j *JournalStorage) catchUpFrom(r io.ReaderAt, size int64) error {
 	if size < j.offset {
 		return fmt.Errorf("journal %s shrank from %d to %d bytes; it was changed by something other than a JournalStorage", j.path, j.offset, size)
@@ -350,11 +248,9 @@ func (j *JournalStorage) catchUpFrom(r io.ReaderAt, size int64) error {
 		j.tail = 0
 		return nil
 	}
-	buf, err := readAt(r, j.offset, size-j.offset)
-	if err != nil {
+	if err := j.scan(io.NewSectionReader(r, j.offset, size-j.offset)); err != nil {
 		return fmt.Errorf("journal %s: read: %w", j.path, err)
 	}
-	j.scan(buf)
 	return nil
 }
 
@@ -367,40 +263,142 @@ func readAt(r io.ReaderAt, off, n int64) ([]byte, error) {
 	return buf, nil
 }
 
-// scan replays the complete lines of buf, the journal from j.offset on,
-// and keeps what follows the last newline as the tail. Skipped lines are
-// reported in one warning.
-func (j *JournalStorage) scan(buf []byte) {
+// lineReader reads the lines of a journal one at a time, each up to a
+// bound: a longer line is consumed without being kept.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte // reused for lines longer than br's buffer
+	max int
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its '\n' (valid until the next call),
+// the bytes it took (n, with the '\n'), whether it ended with a '\n'
+// (false: the last bytes, or n == 0 at the end), and whether it was longer
+// than the bound (then line holds its first bytes only).
+func (lr *lineReader) next() (line []byte, n int64, ended, tooLong bool, err error) {
+	lr.buf = lr.buf[:0]
+	for first := true; ; first = false {
+		chunk, err := lr.br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if first && err == nil && len(chunk)-1 <= lr.max {
+			return chunk[:len(chunk)-1], n, true, false, nil // the usual case: no copy
+		}
+		if keep := lr.max + 1 - len(lr.buf); keep > 0 {
+			lr.buf = append(lr.buf, chunk[:min(keep, len(chunk))]...)
+		}
+		switch {
+		case err == nil:
+			line = bytes.TrimSuffix(lr.buf, []byte{'\n'})
+			return line, n, true, n-1 > int64(lr.max), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return lr.buf, n, false, n > int64(lr.max), nil
+		default:
+			return nil, n, false, false, err
+		}
+	}
+}
+
+// scan replays the lines of r, the journal from j.offset on. A last line
+// without its newline is replayed too when it is a complete record (a
+// crash cut only its newline, which the next write adds); otherwise it is
+// kept as the tail. Skipped lines, and complete trials whose value is not a
+// finite number (read as failed), are reported in one warning each.
+func (j *JournalStorage) scan(r io.Reader) error {
+	lr := newLineReader(r, maxJournalLine)
+	if j.unterminated {
+		b, err := lr.br.Peek(1)
+		switch {
+		case err == nil: // something was appended after the record
+			j.unterminated = false
+			if b[0] == '\n' {
+				lr.br.Discard(1)
+				j.offset++
+			}
+		case !errors.Is(err, io.EOF):
+			return err
+		}
+	}
 	var unreadable, notApplying, firstLine int
 	var firstErr error
+	var badValues []string
+	skip := func(readable bool, err error) {
+		if readable {
+			notApplying++
+		} else {
+			unreadable++
+		}
+		if firstErr == nil {
+			firstLine, firstErr = j.line, err
+		}
+		if j.skipped == 0 {
+			j.skippedFirst = j.line
+		}
+		j.skipped++
+	}
+	replay := func(line []byte, tooLong bool) {
+		j.line++
+		if tooLong {
+			skip(false, fmt.Errorf("the line is longer than the %s a record may be", limits.Bytes(int64(maxJournalLine))))
+			return
+		}
+		readable, bad, err := j.replay(line)
+		if err != nil {
+			skip(readable, err)
+		}
+		if bad != "" {
+			badValues = append(badValues, bad)
+		}
+	}
+	j.tail, j.tailCut = 0, false
 	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
+		line, n, ended, tooLong, err := lr.next()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			break
 		}
-		j.line++
-		readable, err := j.replay(buf[:i])
-		if err != nil {
-			if readable {
-				notApplying++
-			} else {
-				unreadable++
-			}
-			if firstErr == nil {
-				firstLine, firstErr = j.line, err
-			}
+		if ended {
+			replay(line, tooLong)
+			j.offset += n
+			continue
 		}
-		buf = buf[i+1:]
-		j.offset += int64(i + 1)
+		// The last bytes, without a newline.
+		switch {
+		case !tooLong && j.offset == 0 && string(line) == journalHeader:
+			j.line++
+			j.offset += n
+			j.unterminated = true
+		case !tooLong && isCompleteRecord(line):
+			replay(line, false)
+			j.offset += n
+			j.unterminated = true
+			if j.warned != j.offset {
+				j.warned = j.offset
+				j.logger.Warn("search: journal ends with a complete record without its final newline (a writer crashed as it wrote it); the record is read, and the next write adds the newline",
+					"journal", j.path, "line", j.line)
+			}
+		default:
+			j.tail = n
+			j.tailCut = !tooLong && j.cutShort(line)
+		}
+		break
 	}
 	if firstErr != nil {
 		j.logger.Warn("search: skipped journal lines that are unreadable or do not apply", "journal", j.path,
 			"unreadable", unreadable, "not_applying", notApplying, "first_line", firstLine, "first_error", firstErr)
 	}
-	j.tail = int64(len(buf))
-	j.tailCut = j.tail > 0 && j.cutShort(buf)
+	if len(badValues) > 0 {
+		j.logger.Warn("search: trials recorded as complete with a value that is not a finite number are read as failed; they take no part in the search",
+			"journal", j.path, "trials", badValues)
+	}
 	if j.tail == 0 || j.warned == j.offset+j.tail {
-		return
+		return nil
 	}
 	j.warned = j.offset + j.tail
 	if j.tailCut {
@@ -410,6 +408,15 @@ func (j *JournalStorage) scan(buf []byte) {
 		j.logger.Warn("search: journal ends with bytes that are not a record, without a final newline; ignoring them, and refusing to write until they are removed",
 			"journal", j.path, "line", j.line+1, "offset", j.offset, "bytes", j.tail)
 	}
+	return nil
+}
+
+// isCompleteRecord reports whether line, the journal's last bytes, is a
+// whole record: a crash cut the newline after it, not the record itself
+// (a record cut short is never valid JSON, since its object closes at its
+// last byte).
+func isCompleteRecord(line []byte) bool {
+	return bytes.HasPrefix(line, []byte(recordStart)) && json.Valid(line)
 }
 
 // cutShort reports whether tail, the bytes after the journal's last
@@ -426,27 +433,54 @@ func (j *JournalStorage) cutShort(tail []byte) bool {
 }
 
 // replay applies one line to the state. It returns an error for a line that
-// is skipped, and whether the line was a readable record.
-func (j *JournalStorage) replay(line []byte) (readable bool, err error) {
+// is skipped, whether the line was a readable record, and, for a complete
+// trial whose value is not a finite number (read as failed), a note naming it.
+func (j *JournalStorage) replay(line []byte) (readable bool, bad string, err error) {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return true, nil
+		return true, "", nil
 	}
 	var r journalRecord
 	if err := json.Unmarshal(line, &r); err != nil {
-		return false, err
+		return false, "", err
 	}
-	if err := j.apply(&r); err != nil {
-		return true, fmt.Errorf("%s: %w", r.Op, err)
+	bad, err = j.apply(&r)
+	if err != nil {
+		return true, "", fmt.Errorf("%s: %w", r.Op, err)
 	}
-	return true, nil
+	return true, bad, nil
+}
+
+// badValue is the message of a trial recorded as complete with value raw,
+// which is not a finite number, and the note that names it in a warning.
+func badValue(study string, number int, raw []byte) (msg, note string) {
+	v := string(raw)
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	if v == "" {
+		v = "(none)"
+	}
+	msg = fmt.Sprintf("recorded as complete with value %s, which is not a finite number; read as failed", v)
+	return msg, fmt.Sprintf("study %s trial %d value %s", printable(study), number, v) // v is JSON: no raw control characters
+}
+
+// finiteValue reads the value of a complete trial's record; ok is false
+// when it is missing, not a number or not finite.
+func finiteValue(raw json.RawMessage) (float64, bool) {
+	var v float64
+	if err := json.Unmarshal(raw, &v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }
 
 // apply changes the state as record r says; it validates first, so an error
-// leaves the state unchanged.
-func (j *JournalStorage) apply(r *journalRecord) error {
+// leaves the state unchanged. A trial recorded as complete with a value
+// that is not a finite number is recorded as failed, and bad names it.
+func (j *JournalStorage) apply(r *journalRecord) (bad string, err error) {
 	m := j.state
 	if r.Op != opCreateStudy && r.Trial == nil {
-		return fmt.Errorf("record %q has no trial number", r.Op)
+		return "", fmt.Errorf("record %q has no trial number", r.Op)
 	}
 	when := time.Time{}
 	if r.Time != nil {
@@ -456,70 +490,84 @@ func (j *JournalStorage) apply(r *journalRecord) error {
 	case opCreateStudy:
 		dir, err := studydata.ParseDirection(r.Direction)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if old, existed := m.createStudy(r.Study, dir); existed && old != dir {
-			return fmt.Errorf("study %q is already recorded with direction %v; ignoring a second creation with %v", r.Study, old, dir)
+			return "", fmt.Errorf("study %q is already recorded with direction %v; ignoring a second creation with %v", r.Study, old, dir)
 		}
-		return nil
-	case opCreateTrial:
+		return "", nil
+	case opCreateTrial, opStartTrial:
 		var o owner
 		if r.Owner != nil {
 			o = *r.Owner
 		}
-		return m.createTrial(r.Study, *r.Trial, when, o)
+		if r.HeartbeatMS < 0 {
+			return "", fmt.Errorf("heartbeat interval %d ms is negative", r.HeartbeatMS)
+		}
+		if r.Op == opCreateTrial {
+			err = m.createTrial(r.Study, *r.Trial, when, o)
+		} else {
+			err = m.start(r.Study, *r.Trial, when, o)
+		}
+		if err != nil {
+			return "", err
+		}
+		return "", m.heartbeat(r.Study, *r.Trial, when, r.HeartbeatMS)
+	case opHeartbeat:
+		return "", m.heartbeat(r.Study, *r.Trial, when, r.HeartbeatMS)
 	case opSetParam:
 		var x float64
 		if err := json.Unmarshal(r.Value, &x); err != nil {
-			return fmt.Errorf("parameter %q: value: %w", r.Name, err)
+			return "", fmt.Errorf("parameter %q: value: %w", r.Name, err)
 		}
 		d, err := studydata.UnmarshalDistribution(r.Dist)
 		if err != nil {
-			return fmt.Errorf("parameter %q: distribution: %w", r.Name, err)
+			return "", fmt.Errorf("parameter %q: distribution: %w", r.Name, err)
 		}
-		return m.setParam(r.Study, *r.Trial, r.Name, x, d)
+		return "", m.setParam(r.Study, *r.Trial, r.Name, x, d)
 	case opSetUserAttr:
 		var v any
 		if len(r.Value) > 0 {
 			if err := json.Unmarshal(r.Value, &v); err != nil {
-				return fmt.Errorf("user attribute %q: %w", r.Name, err)
+				return "", fmt.Errorf("user attribute %q: %w", r.Name, err)
 			}
 		}
-		return m.setUserAttr(r.Study, *r.Trial, r.Name, v)
+		return "", m.setUserAttr(r.Study, *r.Trial, r.Name, v)
 	case opSetSystemAttr:
 		var v string
 		if err := json.Unmarshal(r.Value, &v); err != nil {
-			return fmt.Errorf("system attribute %q: %w", r.Name, err)
+			return "", fmt.Errorf("system attribute %q: %w", r.Name, err)
 		}
-		return m.setSystemAttr(r.Study, *r.Trial, r.Name, v)
+		return "", m.setSystemAttr(r.Study, *r.Trial, r.Name, v)
 	case opFinishTrial:
 		state, err := studydata.ParseTrialState(r.State)
 		if err != nil {
-			return err
+			return "", err
 		}
-		value := 0.0
+		value, msg := 0.0, r.Message
 		if state == studydata.Complete {
-			if err := json.Unmarshal(r.Value, &value); err != nil {
-				return fmt.Errorf("trial %d: value: %w", *r.Trial, err)
+			var ok bool
+			if value, ok = finiteValue(r.Value); !ok {
+				state, value = studydata.Fail, math.NaN()
+				msg, bad = badValue(r.Study, *r.Trial, r.Value)
 			}
 		}
-		_, err = m.finish(r.Study, *r.Trial, state, value, r.Message, when, r.Recovered)
-		return err
+		if _, err = m.finish(r.Study, *r.Trial, state, value, msg, when, r.Recovered); err != nil {
+			return "", err
+		}
+		return bad, nil
 	case opAddTrial:
-		ft, err := r.trial()
+		ft, bad, err := r.trial()
 		if err != nil {
-			return err
+			return "", err
 		}
-		return m.addTrial(r.Study, *r.Trial, ft)
-	case opStartTrial:
-		var o owner
-		if r.Owner != nil {
-			o = *r.Owner
+		if err := m.addTrial(r.Study, *r.Trial, ft); err != nil {
+			return "", err
 		}
-		return m.start(r.Study, *r.Trial, when, o)
+		return bad, nil
 	}
-	return fmt.Errorf("unknown operation %q (allowed: %s, %s, %s, %s, %s, %s, %s, %s)", r.Op,
-		opCreateStudy, opCreateTrial, opSetParam, opSetUserAttr, opSetSystemAttr, opFinishTrial, opAddTrial, opStartTrial)
+	return "", fmt.Errorf("unknown operation %q (allowed: %s, %s, %s, %s, %s, %s, %s, %s, %s)", r.Op,
+		opCreateStudy, opCreateTrial, opSetParam, opSetUserAttr, opSetSystemAttr, opFinishTrial, opAddTrial, opStartTrial, opHeartbeat)
 }
 
 // addTrialRecord is the add_trial record of a trial given whole.
@@ -563,13 +611,15 @@ func addTrialRecord(study string, number int, ft studydata.FrozenTrial) (*journa
 	return r, nil
 }
 
-// trial decodes the trial of an add_trial record.
-func (r *journalRecord) trial() (studydata.FrozenTrial, error) {
+// trial decodes the trial of an add_trial record; one recorded as
+// complete with a value that is not a finite number is failed, and bad
+// names it.
+func (r *journalRecord) trial() (ft studydata.FrozenTrial, bad string, err error) {
 	state, err := studydata.ParseTrialState(r.State)
 	if err != nil {
-		return studydata.FrozenTrial{}, err
+		return studydata.FrozenTrial{}, "", err
 	}
-	ft := studydata.FrozenTrial{Number: *r.Trial, State: state, Value: math.NaN(), Message: r.Message, Recovered: r.Recovered,
+	ft = studydata.FrozenTrial{Number: *r.Trial, State: state, Value: math.NaN(), Message: r.Message, Recovered: r.Recovered,
 		Distributions: map[string]studydata.Distribution{}, InternalParams: map[string]float64{},
 		UserAttrs: map[string]any{}, SystemAttrs: maps.Clone(r.SystemAttrs)}
 	if r.Time != nil {
@@ -579,23 +629,27 @@ func (r *journalRecord) trial() (studydata.FrozenTrial, error) {
 		ft.Finished = *r.End
 	}
 	if state == studydata.Complete {
-		if err := json.Unmarshal(r.Value, &ft.Value); err != nil {
-			return studydata.FrozenTrial{}, fmt.Errorf("trial %d: value: %w", ft.Number, err)
+		v, ok := finiteValue(r.Value)
+		if ok {
+			ft.Value = v
+		} else {
+			ft.State = studydata.Fail
+			ft.Message, bad = badValue(r.Study, ft.Number, r.Value)
 		}
 	}
 	for _, p := range r.Params {
 		d, err := studydata.UnmarshalDistribution(p.Dist)
 		if err != nil {
-			return studydata.FrozenTrial{}, fmt.Errorf("trial %d, parameter %q: distribution: %w", ft.Number, p.Name, err)
+			return studydata.FrozenTrial{}, "", fmt.Errorf("trial %d, parameter %q: distribution: %w", ft.Number, p.Name, err)
 		}
 		ft.Distributions[p.Name], ft.InternalParams[p.Name] = d, p.Value
 	}
 	for k, vj := range r.UserAttrs {
 		var v any
 		if err := json.Unmarshal(vj, &v); err != nil {
-			return studydata.FrozenTrial{}, fmt.Errorf("trial %d, user attribute %q: %w", ft.Number, k, err)
+			return studydata.FrozenTrial{}, "", fmt.Errorf("trial %d, user attribute %q: %w", ft.Number, k, err)
 		}
 		ft.UserAttrs[k] = v
 	}
-	return ft, nil
+	return ft, bad, nil
 }

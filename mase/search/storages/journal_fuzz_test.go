@@ -95,10 +95,12 @@ func seedJournal(f testing.TB) []byte {
 
 // FuzzJournalRead: whatever a file holds, the journal reader either refuses
 // it in one line naming it, or reads it without a panic, stopping just after
-// a newline with the rest as its tail. Reading it in two steps (another
-// process appended meanwhile) builds the same state. A tail taken as a
-// cut-short record is removable: the file without it reads the same, and a
-// record appended after it is read.
+// a newline with the rest as its tail — or, when the rest is a complete
+// record that lacks its newline, at the end, having read it. Reading it in
+// two steps (another process appended meanwhile) builds the same state. A
+// tail taken as a cut-short record is removable: the file without it reads
+// the same, and a record appended after it is read. A complete last record
+// reads the same once its newline is added.
 func FuzzJournalRead(f *testing.F) {
 	journal := seedJournal(f)
 	legacy := bytes.TrimPrefix(journal, []byte(JournalHeaderLine))
@@ -121,10 +123,18 @@ func FuzzJournalRead(f *testing.F) {
 			}
 			return
 		}
-		if j.offset+j.tail != int64(len(data)) || j.offset > 0 && data[j.offset-1] != '\n' || bytes.IndexByte(data[j.offset:], '\n') >= 0 {
-			t.Fatalf("read up to %d with a tail of %d bytes, in %d bytes", j.offset, j.tail, len(data))
+		if j.offset+j.tail != int64(len(data)) || bytes.IndexByte(data[j.offset:], '\n') >= 0 ||
+			j.offset > 0 && data[j.offset-1] != '\n' && !j.unterminated || j.unterminated && (j.tail != 0 || data[j.offset-1] == '\n') {
+			t.Fatalf("read up to %d with a tail of %d bytes (unterminated %v), in %d bytes", j.offset, j.tail, j.unterminated, len(data))
 		}
 		want := stateSummary(j.state)
+		if j.unterminated {
+			fixed := append(slices.Clone(data), '\n')
+			jf, err := readJournalBytes(fixed)
+			if err != nil || jf.unterminated || jf.tail != 0 || stateSummary(jf.state) != want {
+				t.Fatalf("with the newline added: %v, tail %d, state\n%s\nwant\n%s", err, jf.tail, stateSummary(jf.state), want)
+			}
+		}
 
 		// In two steps, split at a newline in the middle.
 		if i := bytes.IndexByte(data[len(data)/2:], '\n'); i >= 0 {
@@ -172,7 +182,8 @@ func FuzzJournalRead(f *testing.F) {
 // TestJournalEveryCutLoads: a journal cut as a writer killed mid-write
 // leaves it (with the header, or written before it) — at every byte of its
 // first and last 300, and around every newline — is taken as a journal
-// whose tail is a cut-short record, and holds what its complete lines hold.
+// whose tail is a cut-short record, and holds what its complete lines hold;
+// cut just before a newline, its last record is complete and is read too.
 func TestJournalEveryCutLoads(t *testing.T) {
 	journal := seedJournal(t)
 	for _, data := range [][]byte{journal, bytes.TrimPrefix(journal, []byte(JournalHeaderLine))} {
@@ -189,7 +200,12 @@ func TestJournalEveryCutLoads(t *testing.T) {
 				t.Fatalf("cut after %d bytes: %v", n, err)
 			}
 			last := bytes.LastIndexByte(data[:n], '\n') + 1
-			if j.offset != int64(last) || j.tail > 0 && !j.tailCut {
+			if data[n] == '\n' { // only the newline is missing
+				if j.offset != int64(n) || !j.unterminated || j.tail != 0 {
+					t.Fatalf("cut just before a newline after %d bytes: read up to %d, unterminated %v, tail %d", n, j.offset, j.unterminated, j.tail)
+				}
+				last = n + 1
+			} else if j.offset != int64(last) || j.tail > 0 && !j.tailCut {
 				t.Fatalf("cut after %d bytes: read up to %d (want %d), tail of %d bytes taken as cut-short: %v", n, j.offset, last, j.tail, j.tailCut)
 			}
 			want, ok := complete[last]

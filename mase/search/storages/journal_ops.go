@@ -1,12 +1,15 @@
 package storages
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
 
@@ -45,9 +48,12 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 	// by a crash of this process.
 	var buf []byte
 	lines := 0
-	if j.offset == 0 { // an empty file: the header goes first
+	switch {
+	case j.offset == 0: // an empty file: the header goes first
 		buf = append(buf, journalHeader+"\n"...)
 		lines++
+	case j.unterminated: // the last record lacks its newline
+		buf = append(buf, '\n')
 	}
 	records := 0
 	emit := func(r *journalRecord) error {
@@ -55,7 +61,11 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 		if err != nil {
 			return err
 		}
-		if err := j.apply(r); err != nil {
+		if len(line) > maxJournalLine {
+			return fmt.Errorf("journal %s cannot hold a record of %s (%s, trial %d): a record may take at most %s; keep large values in files and record their names",
+				j.path, limits.Bytes(int64(len(line))), r.Op, derefTrial(r.Trial), limits.Bytes(int64(maxJournalLine)))
+		}
+		if _, err := j.apply(r); err != nil {
 			return err
 		}
 		buf = append(append(buf, line...), '\n')
@@ -77,7 +87,19 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 	}
 	j.offset += int64(len(buf))
 	j.line += lines
+	if j.unterminated {
+		j.unterminated = false
+		j.logger.Warn("search: added the missing newline after the journal's last record", "journal", j.path, "line", j.line-lines)
+	}
 	return ferr
+}
+
+// derefTrial is a record's trial number, or -1 when it has none.
+func derefTrial(n *int) int {
+	if n == nil {
+		return -1
+	}
+	return *n
 }
 
 func (j *JournalStorage) CreateStudy(name string, dir studydata.Direction) (studydata.Direction, bool, error) {
@@ -116,17 +138,19 @@ func (j *JournalStorage) StartTrial(study string, plan studydata.StartPlan) (stu
 		if err != nil {
 			return err
 		}
-		o := selfOwner()
+		o := j.self
 		number := len(j.state.studies[study].trials)
+		op := opCreateTrial
 		if w != nil {
-			number = w.ft.Number
-			err = emit(&journalRecord{Op: opStartTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
-		} else {
-			err = emit(&journalRecord{Op: opCreateTrial, Study: study, Trial: &number, Time: &now, Owner: &o})
+			number, op = w.ft.Number, opStartTrial
 		}
-		if err != nil {
+		if err := emit(&journalRecord{Op: op, Study: study, Trial: &number, Time: &now, Owner: &o, HeartbeatMS: j.heartbeatMS()}); err != nil {
 			return err
 		}
+		if j.mine == nil {
+			j.mine = map[trialKey]bool{}
+		}
+		j.mine[trialKey{study, number}] = true
 		for _, k := range slices.Sorted(maps.Keys(attrs)) {
 			vj, _ := json.Marshal(attrs[k])
 			if err := emit(&journalRecord{Op: opSetSystemAttr, Study: study, Trial: &number, Name: k, Value: vj}); err != nil {
@@ -200,7 +224,7 @@ func (j *JournalStorage) ImportStudy(name string, dir studydata.Direction, trial
 			if _, err := json.Marshal(r); err != nil {
 				return err
 			}
-			if err := scratch.apply(r); err != nil {
+			if _, err := scratch.apply(r); err != nil {
 				return err
 			}
 		}
@@ -263,6 +287,7 @@ func (j *JournalStorage) FinishTrial(study string, number int, state studydata.T
 		if err := emit(r); err != nil {
 			return err
 		}
+		delete(j.mine, trialKey{study, number})
 		ft = j.state.studies[study].trials[number].ft.Clone()
 		var err error
 		retry, err = j.emitRetry(emit, study, ft, retries)
@@ -281,7 +306,8 @@ func (j *JournalStorage) Trials(study string) ([]studydata.FrozenTrial, error) {
 }
 
 // FailStale marks Fail, with a record saying why, every Running trial of the
-// study whose process on this machine is gone.
+// study whose worker is gone (see staleReason): on this machine its process
+// has exited; from another machine, its heartbeat has stopped.
 func (j *JournalStorage) FailStale(study string, retries int) ([]studydata.StaleTrial, error) {
 	var failed []studydata.StaleTrial
 	err := j.update(func(emit func(*journalRecord) error) error {
@@ -289,21 +315,21 @@ func (j *JournalStorage) FailStale(study string, retries int) ([]studydata.Stale
 		if err != nil {
 			return err
 		}
-		self := selfOwner()
+		now := time.Now()
 		for _, t := range s.trials {
 			if t.ft.State != studydata.Running {
 				continue
 			}
-			if alive, known := t.owner.alive(); alive || !known {
+			msg, _ := j.staleReason(t, now)
+			if msg == "" {
 				continue
 			}
-			now := time.Now()
 			number := t.ft.Number
-			msg := fmt.Sprintf("the process that ran this trial (%v) is gone: it crashed or was killed; marked failed by %v", t.owner, self)
 			if err := emit(&journalRecord{Op: opFinishTrial, Study: study, Trial: &number, State: studydata.Fail.String(),
 				Message: msg, Recovered: true, Time: &now}); err != nil {
 				return err
 			}
+			delete(j.mine, trialKey{study, number})
 			r, err := j.emitRetry(emit, study, t.ft, retries)
 			if err != nil {
 				return err
@@ -317,4 +343,166 @@ func (j *JournalStorage) FailStale(study string, retries int) ([]studydata.Stale
 		return nil
 	})
 	return failed, err
+}
+
+// staleReason says why the Running trial t is to be marked Fail at now, or
+// returns "" to leave it; judged is false when this process can tell
+// neither (see UnjudgedTrials). On the trial's machine its process is looked
+// up; otherwise a trial whose worker beats is failed once its last
+// heartbeat is older than the grace of its interval, both by the time the
+// worker recorded and by the time this process has been reading the
+// journal since it saw that beat (so a worker whose clock is behind is not
+// failed early).
+func (j *JournalStorage) staleReason(t *trialRec, now time.Time) (msg string, judged bool) {
+	o := t.owner
+	if alive, known := o.aliveFrom(j.self); known {
+		if alive {
+			return "", true
+		}
+		return fmt.Sprintf("the process that ran this trial (%v) is gone: it crashed or was killed; marked failed by %v", o, j.self), true
+	}
+	if t.beatMS <= 0 {
+		return "", false
+	}
+	interval := time.Duration(t.beatMS) * time.Millisecond
+	grace := heartbeatGrace(interval)
+	silent := now.Sub(t.beat)
+	if silent <= grace || now.Sub(t.seen) <= grace {
+		return "", true
+	}
+	return fmt.Sprintf("the process that ran this trial (%v) sent no heartbeat for %v (one was due every %v): it crashed, was killed or lost the journal; marked failed by %v",
+		o, silent.Round(time.Millisecond), interval, j.self), true
+}
+
+// UnjudgedTrials returns the Running trials whose worker this process can
+// tell neither alive nor dead: on another machine (or none recorded) and
+// without a heartbeat. When the journal has lines that could not be read,
+// the reason says that a lost finish record may be among them.
+func (j *JournalStorage) UnjudgedTrials(study string) ([]studydata.UnjudgedTrial, error) {
+	if err := j.read(); err != nil {
+		return nil, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s, err := j.state.study(study)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []studydata.UnjudgedTrial
+	for _, t := range s.trials {
+		if t.ft.State != studydata.Running {
+			continue
+		}
+		if _, judged := j.staleReason(t, now); judged {
+			continue
+		}
+		why := unjudgedWhy(t.owner, j.self)
+		if j.skipped > 0 {
+			why += fmt.Sprintf("; the journal has %d line(s) that could not be read (the first is line %d): if one was this trial's finish record, its result is lost",
+				j.skipped, j.skippedFirst)
+		}
+		out = append(out, studydata.UnjudgedTrial{Number: t.ft.Number, Owner: ownerName(t.owner), Why: why})
+	}
+	return out, nil
+}
+
+// heartbeatMS is the heartbeat interval to record with a trial, in
+// milliseconds; 0 when off. The caller holds j.mu.
+func (j *JournalStorage) heartbeatMS() int64 {
+	if j.interval <= 0 {
+		return 0
+	}
+	return max(j.interval.Milliseconds(), 1)
+}
+
+// SetHeartbeat makes the journal record a heartbeat for each Running trial
+// this storage started every interval (interval ≤ 0 turns it off, the
+// default), and records the interval with them and with the trials started
+// later. A process on another machine sharing the journal (a file system
+// both mount: containers sharing a volume, say) then marks such a trial
+// Fail once its worker has sent no heartbeat for longer than
+// heartbeatGrace(interval) — two intervals and a margin of one more, at most
+// 10 s — as PostgresStorage.SetHeartbeat does. On the trial's own machine its
+// process is looked up instead. Trials whose worker sends no heartbeat are
+// never failed from another machine (UnjudgedTrials lists them). The
+// machines' clocks need not agree: a beat is judged late only once this
+// process too has been reading the journal for the grace without a newer
+// one. Each beat appends one line per running trial.
+func (j *JournalStorage) SetHeartbeat(interval time.Duration) error {
+	interval = max(interval, 0)
+	j.beatMu.Lock()
+	defer j.beatMu.Unlock()
+	j.mu.Lock()
+	if j.closing {
+		j.mu.Unlock()
+		return fmt.Errorf("journal %s is closed", j.path)
+	}
+	stop, done := j.stopBeat, j.beatDone
+	j.stopBeat, j.beatDone = nil, nil
+	j.interval = interval
+	j.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	if err := j.beat(); err != nil { // record the new interval now
+		return err
+	}
+	if interval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		j.mu.Lock()
+		j.stopBeat, j.beatDone = cancel, done
+		j.mu.Unlock()
+		go j.beatLoop(ctx, interval, done)
+	}
+	return nil
+}
+
+func (j *JournalStorage) beatLoop(ctx context.Context, interval time.Duration, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := j.beat(); err != nil && ctx.Err() == nil {
+			j.logger.Warn("search: journal heartbeat failed; workers on other machines may mark this worker's running trials failed",
+				"journal", j.path, "error", err)
+		}
+	}
+}
+
+// beat appends a heartbeat record for each Running trial this storage
+// started, with the current interval (0: none, recorded only when it was on).
+func (j *JournalStorage) beat() error {
+	return j.update(func(emit func(*journalRecord) error) error {
+		now := time.Now()
+		ms := j.heartbeatMS()
+		keys := slices.SortedFunc(maps.Keys(j.mine), func(a, b trialKey) int {
+			if c := strings.Compare(a.study, b.study); c != 0 {
+				return c
+			}
+			return a.number - b.number
+		})
+		for _, k := range keys {
+			s := j.state.studies[k.study]
+			if s == nil || k.number >= len(s.trials) || s.trials[k.number].ft.State != studydata.Running {
+				delete(j.mine, k) // finished, or failed by another worker
+				continue
+			}
+			if ms == 0 && s.trials[k.number].beatMS == 0 {
+				continue
+			}
+			number := k.number
+			if err := emit(&journalRecord{Op: opHeartbeat, Study: k.study, Trial: &number, Time: &now, HeartbeatMS: ms}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -14,6 +14,11 @@ import (
 type trialRec struct {
 	ft    studydata.FrozenTrial
 	owner owner
+	// The heartbeat of a Running trial (journals): the interval its worker
+	// beats at (0: none), the time of its last beat or start as the worker
+	// recorded it, and when this process read that record.
+	beatMS     int64
+	beat, seen time.Time
 }
 
 type studyRec struct {
@@ -167,6 +172,20 @@ func (m *memState) setParam(study string, number int, name string, x float64, d 
 	t.ft.InternalParams[name] = x
 	t.ft.Distributions[name] = d
 	t.ft.Params[name] = d.ToExternal(x)
+	return nil
+}
+
+// heartbeat records a beat of a Running trial's worker at when, beating
+// every ms milliseconds from now on (0: no more).
+func (m *memState) heartbeat(study string, number int, when time.Time, ms int64) error {
+	t, err := m.running(study, number)
+	if err != nil {
+		return err
+	}
+	if ms < 0 {
+		return fmt.Errorf("heartbeat interval %d ms of trial %d is negative; it must be > 0 (or 0: none)", ms, number)
+	}
+	t.beat, t.beatMS, t.seen = when, ms, time.Now()
 	return nil
 }
 
@@ -353,6 +372,15 @@ func (s *InMemoryStorage) Trials(study string) ([]studydata.FrozenTrial, error) 
 
 // FailStale does nothing: every trial of an in-memory storage belongs to this process.
 func (s *InMemoryStorage) FailStale(string, int) ([]studydata.StaleTrial, error) { return nil, nil }
+
+// UnjudgedTrials returns none: every trial of an in-memory storage belongs
+// to this process.
+func (s *InMemoryStorage) UnjudgedTrials(study string) ([]studydata.UnjudgedTrial, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.state.study(study)
+	return nil, err
+}
 
 func (s *InMemoryStorage) ImportStudy(name string, dir studydata.Direction, trials []studydata.FrozenTrial) error {
 	s.mu.Lock()

@@ -21,7 +21,23 @@ type owner struct {
 }
 
 func (o owner) String() string {
-	return fmt.Sprintf("pid %d on %s", o.PID, o.Host)
+	return fmt.Sprintf("pid %d on %s", o.PID, printable(o.Host))
+}
+
+// printable returns s as it is when it is a plain word (letters, digits,
+// and . _ - : / @ +), else quoted with its control characters escaped, so
+// that a name read from a file cannot write terminal escape sequences or
+// break a message onto several lines.
+func printable(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:/@+", r)) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
 }
 
 var selfOwner = sync.OnceValue(func() owner {
@@ -61,8 +77,11 @@ func procStat(pid int) (start uint64, state byte, ok bool) {
 // alive reports whether the owner process still runs; known is false when
 // this process cannot tell (another host, or no owner recorded), in which
 // case the trial is left alone.
-func (o owner) alive() (alive, known bool) {
-	self := selfOwner()
+func (o owner) alive() (alive, known bool) { return o.aliveFrom(selfOwner()) }
+
+// aliveFrom is alive as judged by the process self (a test may make a
+// storage claim another host).
+func (o owner) aliveFrom(self owner) (alive, known bool) {
 	if o.PID <= 0 || o.Host != self.Host {
 		return true, false
 	}
@@ -86,4 +105,21 @@ func (o owner) alive() (alive, known bool) {
 		return true, true
 	}
 	return processExists(o.PID), true
+}
+
+// unjudgedWhy says why a Running trial of owner o cannot be judged from the
+// process self, which sees no heartbeat from it.
+func unjudgedWhy(o, self owner) string {
+	if o.PID <= 0 {
+		return "no worker is recorded with it (it was written by another program or by hand), and it sends no heartbeat"
+	}
+	return fmt.Sprintf("its worker runs on machine %q, not on this one (%q), so its process cannot be looked up, and it sends no heartbeat", o.Host, self.Host)
+}
+
+// ownerName names the worker o for a message ("" when none is recorded).
+func ownerName(o owner) string {
+	if o.PID <= 0 {
+		return ""
+	}
+	return o.String()
 }

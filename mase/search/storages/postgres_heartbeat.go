@@ -119,6 +119,47 @@ func (p *PostgresStorage) staleReason(o owner, heartbeatMS *int64, age float64) 
 		o, silent.Round(time.Millisecond), interval, p.self)
 }
 
+// UnjudgedTrials returns the Running trials whose worker this process can
+// tell neither alive nor dead: on another host (or none recorded), without
+// a heartbeat.
+func (p *PostgresStorage) UnjudgedTrials(study string) ([]studydata.UnjudgedTrial, error) {
+	var out []studydata.UnjudgedTrial
+	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
+		out = nil
+		var id int64
+		err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoStudy(study)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT number, owner_host, owner_pid, owner_boot, owner_start
+			FROM gomase_trials WHERE study_id = $1 AND state = 'running' AND heartbeat_ms IS NULL ORDER BY number`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var number int
+			var o owner
+			var start int64
+			if err := rows.Scan(&number, &o.Host, &o.PID, &o.Boot, &start); err != nil {
+				return err
+			}
+			o.Start = uint64(start)
+			if o.Host == p.self.Host {
+				if _, known := o.alive(); known {
+					continue
+				}
+			}
+			out = append(out, studydata.UnjudgedTrial{Number: number, Owner: ownerName(o), Why: unjudgedWhy(o, p.self)})
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
 // FailStale marks Fail, with a message saying why, every Running trial of
 // the study whose process is gone (see staleReason). Each is finished in its
 // own transaction, after checking again under the trial's row lock.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gomase/gomase/mase/search/studydata"
@@ -447,6 +448,10 @@ func (p *PostgresStorage) trialsTx(ctx context.Context, tx pgx.Tx, study string,
 	if err != nil {
 		return nil, err
 	}
+	if bad := failNonFinite(fresh); len(bad) > 0 {
+		p.logger.Warn("search: trials stored as complete with a value that is not a finite number are read as failed; they take no part in the search",
+			"database", p.where, "study", printable(study), "trials", bad)
+	}
 	p.keep(study, id, fresh)
 	out := make([]studydata.FrozenTrial, 0, len(kept)+len(fresh))
 	i := 0
@@ -639,4 +644,23 @@ func loadTrials(ctx context.Context, tx pgx.Tx, studyID int64, filter string, fi
 		return nil, err
 	}
 	return out, nil
+}
+
+// failNonFinite makes Fail, with a message saying why, the complete trials
+// of ts whose value is not a finite number (NaN or ±Inf, written by another
+// program: gomase refuses them), so that no sampler or BestTrial ranks them;
+// it returns a note naming each.
+func failNonFinite(ts []studydata.FrozenTrial) []string {
+	var bad []string
+	for i := range ts {
+		ft := &ts[i]
+		if ft.State != studydata.Complete || !(math.IsNaN(ft.Value) || math.IsInf(ft.Value, 0)) {
+			continue
+		}
+		v := strconv.FormatFloat(ft.Value, 'g', -1, 64)
+		ft.State, ft.Value = studydata.Fail, math.NaN()
+		ft.Message = fmt.Sprintf("stored as complete with value %s, which is not a finite number; read as failed", v)
+		bad = append(bad, fmt.Sprintf("trial %d value %s", ft.Number, v))
+	}
+	return bad
 }

@@ -248,7 +248,7 @@ func failStale(s studydata.Storage, study string) ([]int, error) {
 // TestStorageHelperProcess is the child process of the multi-process
 // tests: a worker on the storage SEARCH_CHILD_STORAGE (a journal file or a
 // PostgreSQL URL) that runs SEARCH_CHILD_N trials of study "mp". In mode
-// "crash" or "heartbeat" (which first turns the PostgreSQL heartbeat on) it
+// "crash" or "heartbeat" (which first turns the storage's heartbeat on) it
 // exits in the middle of its last trial, leaving it Running.
 func TestStorageHelperProcess(t *testing.T) {
 	spec := os.Getenv("SEARCH_CHILD_STORAGE")
@@ -263,7 +263,7 @@ func TestStorageHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	if mode == "heartbeat" {
-		if err := st.(*storages.PostgresStorage).SetHeartbeat(100 * time.Millisecond); err != nil {
+		if err := st.(interface{ SetHeartbeat(time.Duration) error }).SetHeartbeat(100 * time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}

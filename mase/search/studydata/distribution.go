@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"reflect"
 	"strconv"
 	"strings"
@@ -254,30 +255,58 @@ func (d CategoricalDistribution) Equal(o Distribution) bool {
 	return true
 }
 
-// AdjustHigh moves High down onto the step grid, as Optuna does; it reports
-// whether it changed anything.
+// AdjustHigh moves High down onto the step grid, as Optuna does (its
+// _adjust_discrete_uniform_high: in decimal arithmetic on the numbers as
+// written, so that [0, 1] with step 0.3 ends at 0.9, not 0.8999999999999999);
+// it reports whether it changed anything.
 func (d *FloatDistribution) AdjustHigh() bool {
-	if d.Step <= 0 {
+	if d.Step <= 0 || !(d.Low <= d.High) || math.IsInf(d.High-d.Low, 0) {
 		return false
 	}
-	n := math.Floor((d.High-d.Low)/d.Step + 1e-9)
-	h := d.Low + n*d.Step
-	if math.Abs(h-d.High) <= 1e-12*math.Max(1, math.Abs(d.High)) {
+	low, high, step := decimalRat(d.Low), decimalRat(d.High), decimalRat(d.Step)
+	if low == nil || high == nil || step == nil || step.Sign() <= 0 {
+		return false
+	}
+	q := new(big.Rat).Quo(new(big.Rat).Sub(high, low), step)
+	if q.IsInt() {
+		return false
+	}
+	n := new(big.Int).Quo(q.Num(), q.Denom()) // q ≥ 0: the floor
+	h, _ := new(big.Rat).Add(new(big.Rat).Mul(new(big.Rat).SetInt(n), step), low).Float64()
+	if h == d.High {
 		return false
 	}
 	d.High = h
 	return true
 }
 
+// decimalRat is x as the shortest decimal that reads back as x (Python's
+// str(x)), exactly; nil when x is not finite.
+func decimalRat(x float64) *big.Rat {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(x, 'g', -1, 64))
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// AdjustHigh moves High down onto the step grid, as Optuna does (its
+// _adjust_int_uniform_high); it reports whether it changed anything.
 func (d *IntDistribution) AdjustHigh() bool {
-	if d.Step <= 1 {
+	if d.Step <= 1 || d.Low > d.High {
 		return false
 	}
-	h := d.Low + (d.High-d.Low)/d.Step*d.Step
-	if h == d.High {
+	// In big integers: High − Low may not fit in an int.
+	low, step := big.NewInt(int64(d.Low)), big.NewInt(int64(d.Step))
+	r := new(big.Int).Sub(big.NewInt(int64(d.High)), low)
+	h := r.Add(r.Mul(r.Quo(r, step), step), low).Int64()
+	if int(h) == d.High {
 		return false
 	}
-	d.High = h
+	d.High = int(h)
 	return true
 }
 

@@ -46,6 +46,11 @@ type Storage interface {
 	// FailStale marks Fail the Running trials whose process is gone, each
 	// with its retry as FinishTrial enqueues it.
 	FailStale(study string, retries int) ([]StaleTrial, error)
+	// UnjudgedTrials returns the Running trials of the study whose worker
+	// this process can tell neither alive nor dead (another machine's
+	// process that sends no heartbeat, or no worker recorded): FailStale
+	// never fails them, so a worker waiting for them would wait without end.
+	UnjudgedTrials(study string) ([]UnjudgedTrial, error)
 	// ImportStudy creates study name, which must not exist yet, holding
 	// trials (numbered 0, 1, …; each Waiting or finished), in one change.
 	ImportStudy(name string, dir Direction, trials []FrozenTrial) error
@@ -64,6 +69,17 @@ var ErrWait = errors.New("search: no trial can start until a running trial finis
 // enqueued to retry it (-1: none).
 type StaleTrial struct {
 	Number, Retry int
+}
+
+// UnjudgedTrial is a Running trial whose worker cannot be judged alive or
+// dead from this process (see Storage.UnjudgedTrials).
+type UnjudgedTrial struct {
+	Number int
+	// Owner names its worker ("pid 12 on host a1b2"); "" when none is
+	// recorded.
+	Owner string
+	// Why says why it cannot be judged, in words for a message.
+	Why string
 }
 
 // System attributes of retried and enqueued trials, named as Optuna names them.

@@ -139,3 +139,33 @@ func TestCheckAdded(t *testing.T) {
 		}
 	}
 }
+
+// TestAdjustHighAsOptuna: a stepped range whose high is off the grid ends
+// where Optuna's decimal arithmetic puts it (0.9 for [0, 1] step 0.3, not
+// 0.8999999999999999), a range on the grid is left alone, and an int range
+// too wide for int arithmetic is adjusted without overflowing.
+func TestAdjustHighAsOptuna(t *testing.T) {
+	for _, c := range []struct {
+		d       FloatDistribution
+		want    float64
+		changed bool
+	}{
+		{FloatDistribution{Low: 0, High: 1, Step: 0.3}, 0.9, true},
+		{FloatDistribution{Low: 0.1, High: 1, Step: 0.2}, 0.9, true},
+		{FloatDistribution{Low: 0, High: 1, Step: 0.1}, 1, false},
+		{FloatDistribution{Low: -1.5, High: 2, Step: 0.25}, 2, false},
+		{FloatDistribution{Low: 1e-3, High: 1, Step: 7e-3}, 0.995, true},
+	} {
+		d := c.d
+		if changed := d.AdjustHigh(); changed != c.changed || d.High != c.want {
+			t.Errorf("%v: high %v (changed %v), want %v (%v)", c.d, d.High, changed, c.want, c.changed)
+		}
+	}
+	wide := IntDistribution{Low: math.MinInt64 + 1, High: math.MaxInt64, Step: 3}
+	if !wide.AdjustHigh() || (uint64(wide.High)-uint64(wide.Low))%3 != 0 || wide.High < math.MaxInt64-2 {
+		t.Errorf("wide int range adjusted to high %d", wide.High)
+	}
+	if d := (IntDistribution{Low: 0, High: 10, Step: 3}); !d.AdjustHigh() || d.High != 9 {
+		t.Errorf("int[0, 10] step 3: high %d, want 9", d.High)
+	}
+}
