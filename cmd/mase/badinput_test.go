@@ -197,6 +197,7 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		// A checkpoint without a checksum is refused unless the user accepts it unverified; then validation
 		// still finds a graph rewired to other modules (both used to import and train, exit 0).
 		{[]string{"compress", "width", "--checkpoint", f("v1")}, "is a version 1 file, written before checksums, so it cannot be verified (allowed: a sealed version 2 file; to import this one unverified, use --accept-unsealed"},
+		{[]string{"search", "--space", "mixed-precision", "--checkpoint", f("v1"), "--quick"}, "is a version 1 file, written before checksums, so it cannot be verified"},
 		{[]string{"compress", "width", "--checkpoint", f("v1-rewired"), "--accept-unsealed"}, "the graph calls module bert.encoder.layer.1.attention.self.query 2 times where model BertForSequenceClassification calls it once"},
 		{[]string{"train", "--pretrained", f("html"), "--dataset", "sst2", "--limit", "8"}, "config.json"},
 		{[]string{"train", "--pretrained", f("huge"), "--dataset", "sst2", "--limit", "8"}, "hidden_size 1000000000000 is out of range (allowed: 1 to 65536)"},

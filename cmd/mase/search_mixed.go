@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/lab/mixedprecision"
+	"github.com/gomase/gomase/mase/scratch"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/train"
 )
@@ -20,6 +21,7 @@ type mixedPrecisionFlags struct {
 	checkpoint, formats, widths, fracWidths, bits, pretrained *string
 	startEpochs                                               *int
 	lambda                                                    *float64
+	acceptUnsealed                                            *bool
 	// startDir is the temporary folder of a starting model trained for
 	// this run; removeStart deletes it.
 	startDir string
@@ -38,12 +40,13 @@ func addMixedPrecisionFlags(fs *flag.FlagSet) *mixedPrecisionFlags {
 		checkpoint: fs.String("checkpoint", "", "mixed-precision: the trained model every trial starts from (default: train bert-tiny first for --start-epochs)"),
 		formats: fs.String("formats", "integer", "mixed-precision: formats a Linear may take besides full precision, comma-separated, or all ("+
 			strings.Join(mixedprecision.Formats, ", ")+")"),
-		widths:      fs.String("widths", "", "mixed-precision: per-layer integer widths to search (Task 1: 8,16,32; empty: fixed 8)"),
-		fracWidths:  fs.String("frac-widths", "", "mixed-precision: per-layer integer fractional widths to search (Task 1: 2,4,8; empty: fixed 4)"),
-		bits:        fs.String("bits", mixedprecision.BitsStorage, "mixed-precision: the bit count of the cost: storage (real bits per weight element) or mase (MASE's precision sum)"),
-		startEpochs: fs.Int("start-epochs", 1, "mixed-precision: epochs of the starting model's training when no --checkpoint is given"),
-		lambda:      number(fs, "lambda", 0, costWeights, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
-		pretrained:  pretrainedFlag(fs),
+		widths:         fs.String("widths", "", "mixed-precision: per-layer integer widths to search (Task 1: 8,16,32; empty: fixed 8)"),
+		fracWidths:     fs.String("frac-widths", "", "mixed-precision: per-layer integer fractional widths to search (Task 1: 2,4,8; empty: fixed 4)"),
+		bits:           fs.String("bits", mixedprecision.BitsStorage, "mixed-precision: the bit count of the cost: storage (real bits per weight element) or mase (MASE's precision sum)"),
+		startEpochs:    fs.Int("start-epochs", 1, "mixed-precision: epochs of the starting model's training when no --checkpoint is given"),
+		lambda:         number(fs, "lambda", 0, costWeights, "mixed-precision: the cost weight: the objective is accuracy − λ·average weight bits"),
+		pretrained:     pretrainedFlag(fs),
+		acceptUnsealed: acceptUnsealedFlag(fs),
 	}
 }
 
@@ -77,13 +80,16 @@ func (m *mixedPrecisionFlags) objective(ctx context.Context, f searchFlags, set 
 	if *m.checkpoint != "" && set["pretrained"] {
 		return nil, nil, "", errStartTwice
 	}
+	if err := checkStartCheckpoint(*m.checkpoint, *m.acceptUnsealed, stderr); err != nil {
+		return nil, nil, "", err
+	}
 	sess, err := searchSession(ctx, f, stderr)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	sess.Checkpoint = *m.checkpoint
+	sess.Checkpoint, sess.AcceptUnsealed = *m.checkpoint, *m.acceptUnsealed
 	if sess.Checkpoint == "" {
-		dir, err := os.MkdirTemp("", "gomase-search-")
+		dir, err := scratch.Dir("", "gomase-search-")
 		if err != nil {
 			return nil, nil, "", err
 		}
