@@ -5,7 +5,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -173,31 +172,9 @@ func TestWorkingMemoryThroughTheBinary(t *testing.T) {
 // crash or a run past 60 s fails t.
 func runLimited(t *testing.T, prlimit string, as int64, dir string, env []string, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prlimit, append([]string{fmt.Sprintf("--as=%d", as), "--", os.Args[0]}, args...)...)
 	// The Go backend, whatever the environment says: the rows count
 	// activations in host memory.
-	cmd.Env = append(append(os.Environ(), "GOMASE_RUN_AS_MASE=1", "GOMLX_BACKEND=", "GOMASE_DATA_DIR="+dataDirForTests(t)), env...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	msg := strings.TrimSpace(stderr.String())
-	for _, crash := range []string{"panic:", "fatal error:", "goroutine ", "SIGSEGV", "runtime error", "out of memory"} {
-		if strings.Contains(msg, crash) || strings.Contains(stdout.String(), crash) {
-			t.Fatalf("a Go crash (%q) after %v:\n%.3000s", crash, time.Since(start), msg)
-		}
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("still running after %v (the check comes after long work): %.500s", time.Since(start), msg)
-	}
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), msg
-		}
-		t.Fatalf("running %v: %v", args, err)
-	}
-	return 0, msg
+	env = append([]string{"GOMLX_BACKEND=", "GOMASE_DATA_DIR=" + dataDirForTests(t)}, env...)
+	code, _, msg := badRun(t, dir, 60*time.Second, env, []string{prlimit, fmt.Sprintf("--as=%d", as), "--"}, args...)
+	return code, msg
 }

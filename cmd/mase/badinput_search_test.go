@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -118,34 +117,10 @@ func TestSearchBadInputsThroughTheBinary(t *testing.T) {
 	before := snapshot(t, d)
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], c.args...)
-			cmd.Env = append(os.Environ(), "GOMASE_RUN_AS_MASE=1", "GOMASE_DATA_DIR="+dataDirForTests(t))
-			cmd.Dir = d
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			start := time.Now()
-			err := cmd.Run()
-			took := time.Since(start)
-			msg := strings.TrimSpace(stderr.String())
-			for _, crash := range []string{"panic:", "fatal error:", "goroutine ", "SIGSEGV", "runtime error"} {
-				if strings.Contains(msg, crash) || strings.Contains(stdout.String(), crash) {
-					t.Fatalf("a Go crash (%q) after %v:\n%.3000s", crash, took, msg)
-				}
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("still running after %v (it waits, or the check comes after long work): %.500s", took, msg)
-			}
-			if err == nil {
-				t.Fatalf("exit 0; stderr %q", msg)
-			}
-			if strings.Contains(stdout.String(), `"number":`) {
-				t.Errorf("a trial ran before the refusal: %.300s", stdout.String())
-			}
-			last := msg[strings.LastIndex(msg, "\n")+1:]
-			if !strings.Contains(last, c.want) {
-				t.Errorf("last line %q lacks %q (stderr %.1000q)", last, c.want, msg)
+			code, stdout, msg := badRun(t, d, 60*time.Second, []string{"GOMASE_DATA_DIR=" + dataDirForTests(t)}, nil, c.args...)
+			wantRefusal(t, code, msg, c.want)
+			if strings.Contains(stdout, `"number":`) {
+				t.Errorf("a trial ran before the refusal: %.300s", stdout)
 			}
 		})
 	}

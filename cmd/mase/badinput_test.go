@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,38 +218,65 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		t.Fatalf("only %d bad inputs", len(cases))
 	}
 	before := snapshot(t, d)
+	env := []string{"GOMASE_DATA_DIR=" + dataDirForTests(t)}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], c.args...)
-			cmd.Env = append(os.Environ(), "GOMASE_RUN_AS_MASE=1", "GOMASE_DATA_DIR="+dataDirForTests(t))
-			cmd.Dir = d
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			start := time.Now()
-			err := cmd.Run()
-			took := time.Since(start)
-			msg := strings.TrimSpace(stderr.String())
-			for _, crash := range []string{"panic:", "fatal error:", "goroutine ", "SIGSEGV", "runtime error"} {
-				if strings.Contains(msg, crash) || strings.Contains(stdout.String(), crash) {
-					t.Fatalf("a Go crash (%q) after %v:\n%.3000s", crash, took, msg)
-				}
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("still running after %v (the check comes after long work): %.500s", took, msg)
-			}
-			if err == nil {
-				t.Fatalf("exit 0; stderr %q", msg)
-			}
-			last := msg[strings.LastIndex(msg, "\n")+1:]
-			if !strings.Contains(last, c.want) {
-				t.Errorf("last line %q lacks %q (stderr %.1000q)", last, c.want, msg)
-			}
+			code, _, msg := badRun(t, d, 60*time.Second, env, nil, c.args...)
+			wantRefusal(t, code, msg, c.want)
 		})
 	}
 	if after := snapshot(t, d); after != before {
 		t.Errorf("the files the commands were given changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// badRun runs this test binary as mase (a process of its own) with args in
+// dir, with env added and prefix (such as prlimit and its flags) run in
+// front of it, and returns its exit code, stdout and trimmed stderr. A Go
+// crash, a Python traceback or a run past timeout (the check came after
+// long work, or it waits) fails t.
+func badRun(t *testing.T, dir string, timeout time.Duration, env, prefix []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	argv := append(append(slices.Clone(prefix), os.Args[0]), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), "GOMASE_RUN_AS_MASE=1"), env...)
+	cmd.Dir = dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	msg := strings.TrimSpace(errOut.String())
+	for _, crash := range []string{"panic:", "fatal error:", "goroutine ", "SIGSEGV", "runtime error", "out of memory", "Traceback"} {
+		if strings.Contains(msg, crash) || strings.Contains(out.String(), crash) {
+			t.Fatalf("a crash (%q) after %v:\n%.3000s", crash, took, msg)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("still running after %v (it waits, or the check comes after long work): %.500s", took, msg)
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), msg
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), msg
+	}
+	t.Fatalf("running %v: %v", args, err)
+	return 0, "", ""
+}
+
+// wantRefusal fails t unless a run exited non-zero with want on the last
+// line of its stderr.
+func wantRefusal(t *testing.T, code int, stderr, want string) {
+	t.Helper()
+	if code == 0 {
+		t.Fatalf("exit 0; stderr %q", stderr)
+	}
+	if last := stderr[strings.LastIndex(stderr, "\n")+1:]; !strings.Contains(last, want) {
+		t.Errorf("last line %q lacks %q (stderr %.1000q)", last, want, stderr)
 	}
 }
 

@@ -23,7 +23,7 @@ func Acquire(path string, exclusive bool) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file %s: %w", path, err)
 	}
-	if err := flock(f, exclusive); err != nil {
+	if err := Flock(f, exclusive); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
@@ -33,7 +33,7 @@ func Acquire(path string, exclusive bool) (*Lock, error) {
 // Share turns an exclusive lock into a shared one (others may then take
 // shared locks, not exclusive ones).
 func (l *Lock) Share() error {
-	if err := flock(l.f, false); err != nil {
+	if err := Flock(l.f, false); err != nil {
 		return fmt.Errorf("locking %s: %w", l.path, err)
 	}
 	return nil

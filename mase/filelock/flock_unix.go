@@ -8,8 +8,10 @@ import (
 	"syscall"
 )
 
-// flock waits for an exclusive or shared flock on f, retrying on EINTR.
-func flock(f *os.File, exclusive bool) error {
+// Flock waits for an exclusive or shared whole-file flock on the open
+// file f, retrying on EINTR. The lock belongs to the open file: two opens
+// of one file conflict even in one process.
+func Flock(f *os.File, exclusive bool) error {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -21,3 +23,6 @@ func flock(f *os.File, exclusive bool) error {
 		}
 	}
 }
+
+// Unlock releases f's flock.
+func Unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

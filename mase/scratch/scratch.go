@@ -5,13 +5,11 @@
 package scratch
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Dir makes a fresh folder in parent (os.TempDir() when "") named
@@ -54,11 +52,4 @@ func Sweep(parent, prefix string) []string {
 		}
 	}
 	return removed
-}
-
-// ProcessAlive reports whether a process with this pid exists (EPERM: it
-// does, under another user).
-func ProcessAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

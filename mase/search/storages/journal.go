@@ -3,7 +3,6 @@ package storages
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gomase/gomase/mase/filelock"
 
 	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search/studydata"
@@ -65,10 +66,9 @@ type JournalStorage struct {
 	broken                error // set when a write failed: the file and state may disagree
 	closing               bool
 
-	interval time.Duration      // heartbeat interval; 0: off
-	mine     map[trialKey]bool  // the Running trials this storage started, which its heartbeat keeps alive
-	stopBeat context.CancelFunc // stops the heartbeat loop
-	beatDone chan struct{}      // closed when the heartbeat loop has stopped
+	interval time.Duration     // heartbeat interval; 0: off
+	mine     map[trialKey]bool // the Running trials this storage started, which its heartbeat keeps alive
+	beats    *beatLoop         // the heartbeat loop, while one runs
 }
 
 // trialKey names a trial of a study.
@@ -173,13 +173,10 @@ func (j *JournalStorage) Close() error {
 	j.beatMu.Lock()
 	defer j.beatMu.Unlock()
 	j.mu.Lock()
-	stop, done := j.stopBeat, j.beatDone
-	j.stopBeat, j.beatDone = nil, nil
+	beats := j.beats
+	j.beats = nil
 	j.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+	beats.stop()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closing {
@@ -206,10 +203,10 @@ func (j *JournalStorage) read() error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	if err := flock(j.f, false); err != nil {
+	if err := filelock.Flock(j.f, false); err != nil {
 		return fmt.Errorf("journal %s: lock: %w", j.path, err)
 	}
-	defer funlock(j.f)
+	defer filelock.Unlock(j.f)
 	return j.catchUp()
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/mase/filelock"
+
 	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search/studydata"
 )
@@ -23,10 +25,10 @@ func (j *JournalStorage) update(fn func(emit func(*journalRecord) error) error) 
 	if err := j.usable(); err != nil {
 		return err
 	}
-	if err := flock(j.f, true); err != nil {
+	if err := filelock.Flock(j.f, true); err != nil {
 		return fmt.Errorf("journal %s: lock: %w", j.path, err)
 	}
-	defer funlock(j.f)
+	defer filelock.Unlock(j.f)
 	if err := j.catchUp(); err != nil {
 		return err
 	}
@@ -438,43 +440,24 @@ func (j *JournalStorage) SetHeartbeat(interval time.Duration) error {
 		j.mu.Unlock()
 		return fmt.Errorf("journal %s is closed", j.path)
 	}
-	stop, done := j.stopBeat, j.beatDone
-	j.stopBeat, j.beatDone = nil, nil
+	beats := j.beats
+	j.beats = nil
 	j.interval = interval
 	j.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+	beats.stop()
 	if err := j.beat(); err != nil { // record the new interval now
 		return err
 	}
 	if interval > 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		j.mu.Lock()
-		j.stopBeat, j.beatDone = cancel, done
-		j.mu.Unlock()
-		go j.beatLoop(ctx, interval, done)
-	}
-	return nil
-}
-
-func (j *JournalStorage) beatLoop(ctx context.Context, interval time.Duration, done chan struct{}) {
-	defer close(done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := j.beat(); err != nil && ctx.Err() == nil {
+		loop := startBeatLoop(interval, func(context.Context) error { return j.beat() }, func(err error) {
 			j.logger.Warn("search: journal heartbeat failed; workers on other machines may mark this worker's running trials failed",
 				"journal", j.path, "error", err)
-		}
+		})
+		j.mu.Lock()
+		j.beats = loop
+		j.mu.Unlock()
 	}
+	return nil
 }
 
 // beat appends a heartbeat record for each Running trial this storage

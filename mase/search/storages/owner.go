@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gomase/gomase/mase/scratch"
 )
 
 // owner identifies the process that runs a trial, so that a later process can
@@ -104,7 +106,7 @@ func (o owner) aliveFrom(self owner) (alive, known bool) {
 		}
 		return true, true
 	}
-	return processExists(o.PID), true
+	return scratch.ProcessAlive(o.PID), true
 }
 
 // unjudgedWhy says why a Running trial of owner o cannot be judged from the

@@ -52,8 +52,7 @@ type PostgresStorage struct {
 	mu       sync.Mutex
 	closed   bool
 	interval time.Duration // heartbeat interval; 0: off
-	stopBeat context.CancelFunc
-	beatDone chan struct{}
+	beats    *beatLoop     // the heartbeat loop, while one runs
 }
 
 // pgSchemaVersion is the version of the tables this gomase writes;
@@ -333,13 +332,10 @@ func (p *PostgresStorage) Close() error {
 		return nil
 	}
 	p.closed = true
-	stop, done := p.stopBeat, p.beatDone
-	p.stopBeat, p.beatDone = nil, nil
+	beats := p.beats
+	p.beats = nil
 	p.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+	beats.stop()
 	p.pool.Close()
 	return nil
 }

@@ -37,43 +37,24 @@ func (p *PostgresStorage) SetHeartbeat(interval time.Duration) error {
 		p.mu.Unlock()
 		return fmt.Errorf("PostgreSQL storage %s is closed", p.where)
 	}
-	stop, done := p.stopBeat, p.beatDone
-	p.stopBeat, p.beatDone = nil, nil
+	beats := p.beats
+	p.beats = nil
 	p.interval = interval
 	p.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
+	beats.stop()
 	if err := p.beat(context.Background(), interval); err != nil { // record the new interval now
 		return err
 	}
 	if interval > 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		p.mu.Lock()
-		p.stopBeat, p.beatDone = cancel, done
-		p.mu.Unlock()
-		go p.beatLoop(ctx, interval, done)
-	}
-	return nil
-}
-
-func (p *PostgresStorage) beatLoop(ctx context.Context, interval time.Duration, done chan struct{}) {
-	defer close(done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := p.beat(ctx, interval); err != nil && ctx.Err() == nil {
+		loop := startBeatLoop(interval, func(ctx context.Context) error { return p.beat(ctx, interval) }, func(err error) {
 			p.logger.Warn("search: PostgreSQL heartbeat failed; other hosts may mark this storage's running trials failed",
 				"database", p.where, "error", err)
-		}
+		})
+		p.mu.Lock()
+		p.beats = loop
+		p.mu.Unlock()
 	}
+	return nil
 }
 
 // beat refreshes the heartbeat of the Running trials this storage created
