@@ -21,16 +21,7 @@ import (
 func searchBadInputFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name, body string) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, body string) { writeTestFile(t, dir, name, body) }
 	sparse := func(name, head string, size int64) {
 		t.Helper()
 		write(name, head)

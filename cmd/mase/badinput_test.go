@@ -22,16 +22,7 @@ import (
 func badInputFiles(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	write := func(name, body string) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, body string) { writeTestFile(t, dir, name, body) }
 	write("notes.txt", "a text file\nwithout a final newline")
 	write("hub/model.safetensors", "\x10\x00\x00\x00\x00\x00\x00\x00{\"__metadata__\":{}}")
 	if err := os.MkdirAll(filepath.Join(dir, "ckpt.json"), 0o755); err != nil {
@@ -227,6 +218,18 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 	}
 	if after := snapshot(t, d); after != before {
 		t.Errorf("the files the commands were given changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// writeTestFile writes body to name under dir, making its folders.
+func writeTestFile(t *testing.T, dir, name, body string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
