@@ -133,6 +133,8 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"compress", "width", "--widths", "0"}, "width 0 out of range (allowed: 2..32)"},
 		{[]string{"compress", "width", "--widths", "99999999999999999999"}, "--widths"},
 		{[]string{"compress", "shrink"}, "shrink"},
+		// Its training's working memory is checked before the data loads.
+		{[]string{"compress", "width", "--max-len", "512", "--eval-batch-size", "65536"}, "batch size 8 --max-len 512 --eval-batch-size 65536 needs about"},
 		{[]string{"search", "--space", "mixed-precision", "--lambda", "NaN"}, `invalid value "NaN" for flag -lambda`},
 		{[]string{"search", "--space", "toy", "--timeout", "-5s"}, `invalid value "-5s" for flag -timeout`},
 		{[]string{"search", "--space", "toy", "--toy-sleep", "-1s"}, `invalid value "-1s" for flag -toy-sleep`},

@@ -99,6 +99,10 @@ func runCompress(args []string, stdout, stderr io.Writer) error {
 	if err := shapes.apply(&cfg, &o); err != nil {
 		return err
 	}
+	if err := checkTrainMemory(trainSizes{pretrained: *pretrainedFrom, batch: cfg.BatchSize, maxLen: *maxLen, evalBatch: o.EvalBatchSize,
+		limit: *limit, evalLimit: *evalLimit, padToMultipleOf: o.PadToMultipleOf, batchName: "batch size"}); err != nil {
+		return err
+	}
 	progress := func(title string) train.Progress {
 		if *asJSON {
 			return nil

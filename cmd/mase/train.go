@@ -72,7 +72,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := shapes.apply(&check, &opts); err != nil {
 		return err
 	}
-	if err := checkTrainMemory(trainSizes{*pretrainedFrom, *batch, *maxLen, opts.EvalBatchSize, *limit, *evalLimit, *loraRank, opts.PadToMultipleOf, *freeze}); err != nil {
+	if err := checkTrainMemory(trainSizes{pretrained: *pretrainedFrom, batch: *batch, maxLen: *maxLen, evalBatch: opts.EvalBatchSize,
+		limit: *limit, evalLimit: *evalLimit, loraRank: *loraRank, padToMultipleOf: opts.PadToMultipleOf, freezeEmbeddings: *freeze}); err != nil {
 		return err
 	}
 	// The start (random or pretrained) picks the default learning rate and

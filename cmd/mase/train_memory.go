@@ -19,6 +19,9 @@ type trainSizes struct {
 	limit, evalLimit          int // 0: every example
 	loraRank, padToMultipleOf int
 	freezeEmbeddings          bool
+	// batchName names the batch size in the message ("" for --batch-size,
+	// the flag; commands without that flag name their fixed batch).
+	batchName string
 }
 
 // checkTrainMemory checks, before any data is read or model built, that
@@ -58,14 +61,14 @@ func checkTrainMemory(s trainSizes) error {
 		evalBatch = fewer(evalBatch, s.evalLimit)
 	}
 	e := workmem.BertTraining(cfg, workmem.Training{
-		Batch:            limits.Dim{Name: "--batch-size", N: int64(batch)},
+		Batch:            limits.Dim{Name: cmp.Or(s.batchName, "--batch-size"), N: int64(batch)},
 		Seq:              limits.Dim{Name: "--max-len", N: seq},
 		EvalBatch:        limits.Dim{Name: "--eval-batch-size", N: int64(evalBatch)},
 		LoRARank:         limits.Dim{Name: "--lora-rank", N: int64(s.loraRank)},
 		FreezeEmbeddings: s.freezeEmbeddings,
 		Where:            workmem.Where{WeightCopies: 2, OnDevice: device},
 	})
-	flags := []string{fmt.Sprintf("--batch-size %d --max-len %d", s.batch, s.maxLen)}
+	flags := []string{fmt.Sprintf("%s %d --max-len %d", cmp.Or(s.batchName, "--batch-size"), s.batch, s.maxLen)}
 	if named {
 		flags = append([]string{"--pretrained " + s.pretrained}, flags...)
 	}
