@@ -7,13 +7,14 @@ import (
 	"os"
 )
 
-// ActivationCase is one configuration of fixed_relu or fixed_leaky_relu,
+// ActivationCase is one configuration of fixed_relu, fixed_leaky_relu or
+// fixed_gelu,
 // checked lane by lane against its Go integer model (ReLU, LeakyReLU) by the
 // testbench tb_fixed_activation. It is how a new activation component is
 // tested: the Go model is the reference, the RTL must equal it bit for bit.
 type ActivationCase struct {
-	// Leaky picks fixed_leaky_relu (else fixed_relu).
-	Leaky bool
+	// Leaky picks fixed_leaky_relu, GELU fixed_gelu (else fixed_relu).
+	Leaky, GELU bool
 	// In and Out are DATA_IN_0's and DATA_OUT_0's formats.
 	In, Out Format
 	// The negative slope (Leaky only) is SlopeValue / 2^SlopeFrac,
@@ -28,6 +29,9 @@ type ActivationCase struct {
 
 // String names the case: "fixed_leaky_relu Q(8,3) → Q(8,3), slope 41/2^12".
 func (c ActivationCase) String() string {
+	if c.GELU {
+		return fmt.Sprintf("fixed_gelu %v → %v", c.In, c.Out)
+	}
 	if c.Leaky {
 		return fmt.Sprintf("fixed_leaky_relu %v → %v, slope %d/2^%d", c.In, c.Out, c.SlopeValue, c.SlopeFrac)
 	}
@@ -36,6 +40,9 @@ func (c ActivationCase) String() string {
 
 // Module is the component under test.
 func (c ActivationCase) Module() string {
+	if c.GELU {
+		return "fixed_gelu"
+	}
 	if c.Leaky {
 		return "fixed_leaky_relu"
 	}
@@ -58,6 +65,9 @@ func (c ActivationCase) check() error {
 	if !ok(c.In) || !ok(c.Out) {
 		return fmt.Errorf("rtl: %v: formats need 2 <= width <= 32 and 0 <= frac <= 30", c)
 	}
+	if c.Leaky && c.GELU {
+		return fmt.Errorf("rtl: %v: Leaky and GELU are two components; pick one", c)
+	}
 	if p0, p1 := c.lanes(); p0 < 1 || p1 < 1 || p0*p1 > 64 {
 		return fmt.Errorf("rtl: %v: parallelism %d×%d (want 1..64 lanes)", c, p0, p1)
 	}
@@ -72,9 +82,12 @@ func (c ActivationCase) check() error {
 	return nil
 }
 
-// Model is the Go reference for one lane: ReLU(x, In, Out) or
-// LeakyReLU(x, In, SlopeValue, SlopeFrac, Out).
+// Model is the Go reference for one lane: ReLU(x, In, Out),
+// LeakyReLU(x, In, SlopeValue, SlopeFrac, Out) or GELU(x, In, Out).
 func (c ActivationCase) Model(x int64) int64 {
+	if c.GELU {
+		return GELU(x, c.In, c.Out)
+	}
 	if c.Leaky {
 		return LeakyReLU(x, c.In, c.SlopeValue, c.SlopeFrac, c.Out)
 	}
@@ -113,12 +126,15 @@ func (c ActivationCase) Inputs(seed uint64) []int64 {
 // beats beats.
 func (c ActivationCase) Testbench(beats int) Testbench {
 	p0, p1 := c.lanes()
-	leaky, sw := 0, 8
-	if c.Leaky {
-		leaky, sw = 1, c.SlopeWidth
+	kind, sw := 0, 8
+	switch {
+	case c.Leaky:
+		kind, sw = 1, c.SlopeWidth
+	case c.GELU:
+		kind = 2
 	}
 	return Testbench{Top: "tb_fixed_activation", Params: map[string]int{
-		"LEAKY": leaky, "IN_W": c.In.Width, "IN_F": c.In.Frac, "OUT_W": c.Out.Width, "OUT_F": c.Out.Frac,
+		"LEAKY": kind, "IN_W": c.In.Width, "IN_F": c.In.Frac, "OUT_W": c.Out.Width, "OUT_F": c.Out.Frac,
 		"S_W": sw, "S_F": c.SlopeFrac, "S_V": int(c.SlopeValue), "P0": p0, "P1": p1, "BEATS": beats,
 	}}
 }

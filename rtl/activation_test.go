@@ -22,6 +22,12 @@ var activationCases = map[string]ActivationCase{
 	"negative": {Leaky: true, In: Format{7, 2}, Out: Format{7, 2}, SlopeWidth: 4, SlopeValue: -1, SlopeFrac: 2},
 	// ReLU through the same testbench.
 	"relu": {In: Format{10, 4}, Out: Format{6, 2}},
+	// GELU: every Q(10,6) input into a narrower output, two rows of two
+	// lanes.
+	"gelu": {GELU: true, In: Format{10, 6}, Out: Format{8, 4}, P0: 2, P1: 2},
+	// GELU on wide inputs, where every constant's last bit shows in some
+	// outputs (narrow inputs hide it): Q(16,12), edges and random values.
+	"gelu-wide": {GELU: true, In: Format{16, 12}, Out: Format{16, 12}},
 }
 
 func TestActivationModels(t *testing.T) {

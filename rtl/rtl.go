@@ -31,6 +31,7 @@ var Components = []string{
 	"fixed_relu",
 	"fixed_leaky_relu",
 	"fixed_adder",
+	"fixed_gelu",
 	"fixed_param_source",
 }
 
@@ -41,6 +42,7 @@ var Dependencies = map[string][]string{
 	"fixed_relu":       {"fixed_cast"},
 	"fixed_leaky_relu": {"fixed_cast"},
 	"fixed_adder":      {"skid_buffer", "fixed_cast"},
+	"fixed_gelu":       {"fixed_cast"},
 }
 
 // Testbenches lists the testbench top modules under tb/ (tb/<name>.sv).

@@ -205,3 +205,17 @@ func TestFixedAdder(t *testing.T) {
 		t.Errorf("fixed_adder: %d LUTs, implausible for 4 lanes of 8-bit adds and casts", s.LUTs)
 	}
 }
+
+// TestFixedGELU: the integer GELU synthesises with no hand edits, as
+// combinational logic (its multipliers are LUTs under synth -lut 4).
+func TestFixedGELU(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "fixed_gelu", labParams(map[string]int{"DATA_IN_0_PRECISION_1": 4}))
+	if s.FlipFlops != 0 {
+		t.Errorf("fixed_gelu has %d flip-flops, want 0 (combinational)", s.FlipFlops)
+	}
+	relu := synth(t, "fixed_relu", labParams(nil))
+	if s.LUTs <= 10*relu.LUTs {
+		t.Errorf("fixed_gelu: %d LUTs (fixed_relu: %d): its products are missing", s.LUTs, relu.LUTs)
+	}
+}

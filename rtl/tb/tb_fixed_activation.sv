@@ -1,5 +1,6 @@
-// tb_fixed_activation: fixed_relu (LEAKY = 0) or fixed_leaky_relu (LEAKY = 1)
-// against the Go integer model (rtl.ReLU, rtl.LeakyReLU): BEATS beats of
+// tb_fixed_activation: fixed_relu (LEAKY = 0), fixed_leaky_relu (LEAKY = 1)
+// or fixed_gelu (LEAKY = 2) against the Go integer model (rtl.ReLU,
+// rtl.LeakyReLU, rtl.GELU): BEATS beats of
 // P0*P1 lanes are read from x.hex, the expected lanes from y.hex, both written
 // by Go (rtl.ActivationCase.Files: one element per line, two's complement
 // hex). Each beat is offered with random valid and random ready; every lane of
@@ -34,7 +35,17 @@ module tb_fixed_activation #(
   end
   logic iv, ir, ov, orr;
 
-  if (LEAKY != 0) begin : g_leaky
+  if (LEAKY == 2) begin : g_gelu
+    fixed_gelu #(
+        .DATA_IN_0_PRECISION_0(IN_W), .DATA_IN_0_PRECISION_1(IN_F),
+        .DATA_IN_0_TENSOR_SIZE_DIM_0(P0), .DATA_IN_0_PARALLELISM_DIM_0(P0),
+        .DATA_IN_0_TENSOR_SIZE_DIM_1(P1), .DATA_IN_0_PARALLELISM_DIM_1(P1),
+        .DATA_OUT_0_PRECISION_0(OUT_W), .DATA_OUT_0_PRECISION_1(OUT_F)
+    ) dut (
+        .clk(clk), .rst(rst), .data_in_0(x), .data_in_0_valid(iv), .data_in_0_ready(ir),
+        .data_out_0(y), .data_out_0_valid(ov), .data_out_0_ready(orr)
+    );
+  end else if (LEAKY != 0) begin : g_leaky
     fixed_leaky_relu #(
         .DATA_IN_0_PRECISION_0(IN_W), .DATA_IN_0_PRECISION_1(IN_F),
         .DATA_IN_0_TENSOR_SIZE_DIM_0(P0), .DATA_IN_0_PARALLELISM_DIM_0(P0),
