@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomase/gomase/mase/checkpoint"
 )
 
 // A span is the range a number flag accepts: [Min, Max], either end open
@@ -157,4 +159,19 @@ func checkOutputPath(flagName, path string, exts ...string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// checkCheckpointOut checks, before any work, a flag naming where a
+// checkpoint is exported (train --out, search --best): the base of its two
+// files, not a folder (Export would write FOLDER/model.*, which a user
+// giving a folder rarely means), in a folder that takes new files, and
+// replacing only files an Export wrote (checkpoint.CheckOutput).
+func checkCheckpointOut(flagName, base string) error {
+	if info, err := os.Stat(base); err == nil && info.IsDir() {
+		return fmt.Errorf("%s %s: is a folder; give a file name (the checkpoint's base: %s writes BASE.json and BASE.safetensors)", flagName, base, flagName)
+	}
+	if err := checkpoint.CheckOutput(base); err != nil {
+		return fmt.Errorf("%s: %w", flagName, err)
+	}
+	return nil
 }

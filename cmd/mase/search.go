@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/lab/nas"
@@ -169,7 +168,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		if f.space != "nas" {
 			return fmt.Errorf("--best is for --space nas (it saves the best trial's model); --space %s has no model to save", shellArg(f.space))
 		}
-		if err := checkBestPath(*nasFlags.best); err != nil {
+		if err := checkCheckpointOut("--best", *nasFlags.best); err != nil {
 			return err
 		}
 	}
@@ -327,17 +326,6 @@ func unjudgedRemedy(e *search.UnjudgedError, storage string) error {
 		"(mase search fail --storage %s --study %s --trial %s) and run this again; if it still runs, run this again once it has finished; "+
 		"start every worker with --heartbeat D (e.g. 60s) so that a dead worker's trial is marked failed by itself",
 		strconv.Quote(e.Study), search.DescribeUnjudged(e.Trials), shellArg(storage), shellArg(e.Study), joinInts(search.UnjudgedNumbers(e.Trials)))
-}
-
-// checkBestPath checks, before any trial, that --best can be written: both
-// files of the checkpoint (base.safetensors and base.json) in a folder
-// that exists and takes new files, neither a folder, and any already there
-// one Export wrote (checkpoint.CheckOutput, as train --out checks).
-func checkBestPath(base string) error {
-	if err := checkpoint.CheckOutput(base); err != nil {
-		return fmt.Errorf("--best: %w", err)
-	}
-	return nil
 }
 
 // countComplete counts complete trials (what OptimizeUntil counts).

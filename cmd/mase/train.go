@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gomase/gomase/mase/checkpoint"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/train"
 	"github.com/gomase/gomase/mase/ui/progress"
@@ -60,8 +59,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--limit, --eval-limit and --lora-rank must be ≥ 0")
 	}
 	if *out != "" {
-		if err := checkpoint.CheckOutput(*out); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err := checkCheckpointOut("--out", *out); err != nil {
+			return err
 		}
 	}
 	set := flagsSet(fs)
