@@ -144,6 +144,9 @@ func TestBadInputsThroughTheBinary(t *testing.T) {
 		{[]string{"search", "--space", "nas", "--hidden-sizes", "100000000", "--num-heads", "2"}, "hidden_size 100000000 is out of range (allowed: 1 to 65536)"},
 		{[]string{"search", "--space", "nas", "--num-layers", "1000000000"}, "out of range"},
 		{[]string{"search", "--space", "nas", "--num-layers", "200", "--hidden-sizes", "4096", "--intermediate-sizes", "16384", "--num-heads", "16"}, "the largest model of the space"},
+		// The largest trial's activations, at the data's own longest example, are checked before the first trial.
+		{[]string{"search", "--space", "nas", "--num-layers", "4", "--num-heads", "1024", "--hidden-sizes", "1024", "--intermediate-sizes", "64",
+			"--dataset", "imdb-sample", "--max-len", "512", "--limit", "16", "--eval-limit", "16"}, "nas: the space's largest trial (4 layers, hidden 1024, intermediate 64, 1024 heads) at batch size 8, the longest example's tokens 512 needs about"},
 		{[]string{"emit", "--negative-slope", "NaN", "--out", d}, `invalid value "NaN" for flag -negative-slope`},
 		{[]string{"emit", "--model", "mlp", "--width", "0", "--out", f("rtl")}, "width"},
 		{[]string{"labs", "--timeout", "-1s"}, `invalid value "-1s" for flag -timeout`},

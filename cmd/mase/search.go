@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,11 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gomase/gomase/mase/data"
 	"github.com/gomase/gomase/mase/lab/compress"
 	"github.com/gomase/gomase/mase/lab/finetune"
 	"github.com/gomase/gomase/mase/lab/nas"
+	"github.com/gomase/gomase/mase/limits"
 	"github.com/gomase/gomase/mase/search"
 	"github.com/gomase/gomase/mase/search/storages"
+	"github.com/gomase/gomase/mase/tokenizer"
 	"github.com/gomase/gomase/mase/ui/plot"
 	"github.com/gomase/gomase/mase/ui/searchplot"
 )
@@ -379,6 +383,30 @@ func searchSession(ctx context.Context, f searchFlags, stderr io.Writer) (*compr
 	return s, nil
 }
 
+// checkSpaceMemory checks, once the data is in and before the first trial,
+// that the space's largest trial trains in the memory available
+// (nas.Space.CheckTraining) at the session's batch sizes and the length of
+// its longest example (truncated to the maximum length and padded as the
+// batches are): the data's own lengths, not --max-len, which SST-2's
+// sentences are far below.
+func checkSpaceMemory(space nas.Space, sess *compress.Session) error {
+	longest := 0
+	for _, split := range []*data.Pretokenized{sess.Train, sess.Test} {
+		for i := range split.Len() {
+			longest = max(longest, len(split.IDs(i)))
+		}
+	}
+	maxLen := cmp.Or(sess.Batch.MaxLength, tokenizer.ModelMaxLength)
+	seq := min(longest, maxLen)
+	if m := sess.Batch.PadToMultipleOf; m > 1 {
+		seq = min((seq+m-1)/m*m, maxLen) // never beyond the maximum length
+	}
+	batch := sess.Batch.BatchSize
+	return space.CheckTraining(limits.Dim{Name: "batch size", N: int64(batch)},
+		limits.Dim{Name: "the longest example's tokens", N: int64(max(seq, 1))},
+		limits.Dim{Name: "evaluation batch size", N: int64(cmp.Or(sess.EvalBatchSize, batch))}, onDevice(""))
+}
+
 // nasFlags are the flags of --space nas.
 type nasFlags struct {
 	numLayers, numHeads, hidden, intermediate, gridChoices, best *string
@@ -434,6 +462,9 @@ func (n *nasFlags) objective(ctx context.Context, f searchFlags, set map[string]
 	choices := strings.Split(*n.gridChoices, ",")
 	sess, err := searchSession(ctx, f, stderr)
 	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := checkSpaceMemory(space, sess); err != nil {
 		return nil, nil, "", err
 	}
 	obj := &nas.Objective{Space: space, Session: sess, Seed: f.seed, BestPath: *n.best}
