@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/mase/checkpoint"
 )
 
@@ -153,12 +153,10 @@ func checkOutputPath(flagName, path string, exts ...string) error {
 	if err != nil || !info.IsDir() {
 		return fmt.Errorf("%s %s: no folder %s to write it in (create it first)", flagName, path, dir)
 	}
-	probe, err := os.CreateTemp(dir, ".mase-write-check-*")
-	if err != nil {
-		return fmt.Errorf("%s %s: cannot write in %s: %v", flagName, path, dir, errors.Unwrap(err))
+	if err := atomicfile.CanWrite(dir); err != nil {
+		return fmt.Errorf("%s %s: cannot write in %s: %v", flagName, path, dir, err)
 	}
-	probe.Close()
-	return os.Remove(probe.Name())
+	return nil
 }
 
 // checkCheckpointOut checks, before any work, a flag naming where a

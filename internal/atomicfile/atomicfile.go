@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/gomase/gomase/mase/scratch"
 )
 
 // File is a file's final path and content.
@@ -122,6 +122,22 @@ func syncDirs(files []File) {
 	}
 }
 
+// CanWrite reports, by making and removing a temporary file in it, whether
+// the folder dir takes new files: the check of an output path before long
+// work. The error is the system's reason (permission denied, a read-only
+// file system, no space), for the caller's message.
+func CanWrite(dir string) error {
+	probe, err := os.CreateTemp(dir, ".mase-write-check-*")
+	if err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			return inner
+		}
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
 // staleAfter is the age of a temporary file that no write is using any
 // more: a write keeps its temporary file's modification time fresh while
 // it writes, so an older one was left by a process that was killed.
@@ -138,20 +154,10 @@ func sweep(path string) {
 		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
-		pidText, _, named := strings.Cut(strings.TrimPrefix(filepath.Base(t), prefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		writerGone := named && err == nil && pid > 0 && pid != os.Getpid() && !processAlive(pid)
-		if writerGone || time.Since(info.ModTime()) > staleAfter {
+		if scratch.OwnerGone(strings.TrimPrefix(filepath.Base(t), prefix)) || time.Since(info.ModTime()) > staleAfter {
 			os.Remove(t)
 		}
 	}
-}
-
-// processAlive reports whether a process with this pid exists (EPERM: it
-// does, under another user).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // globEscape escapes the characters filepath.Match treats specially.

@@ -129,3 +129,18 @@ func TestWriteSweepsKilledWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestCanWrite: a folder that takes files passes and is left empty; a
+// missing one gives the system's reason.
+func TestCanWrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := CanWrite(dir); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the probe left %v", left)
+	}
+	if err := CanWrite(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "missing") {
+		t.Errorf("a missing folder: %v, want the bare reason (no such file or directory)", err)
+	}
+}

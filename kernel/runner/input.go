@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/gomase/gomase/internal/atomicfile"
 	"github.com/gomase/gomase/kernel/notebook"
 	"github.com/gomase/gomase/mase/limits"
 )
@@ -110,17 +111,11 @@ func CheckOutputFolder(flagName, dir string) error {
 		}
 		probeIn = parent
 	}
-	probe, err := os.CreateTemp(probeIn, ".mase-write-check-*")
-	if err != nil {
-		var pathErr *os.PathError
-		if errors.As(err, &pathErr) {
-			err = pathErr.Err
-		}
+	if err := atomicfile.CanWrite(probeIn); err != nil {
 		if probeIn == dir {
 			return fmt.Errorf("%s %s: cannot write in it: %v (allowed: a folder that takes new files)", flagName, dir, err)
 		}
 		return fmt.Errorf("%s %s: cannot make it in %s: %v (allowed: a folder that takes new files, or a new one in such a folder)", flagName, dir, probeIn, err)
 	}
-	probe.Close()
-	return os.Remove(probe.Name())
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/gomase/gomase/internal/atomicfile"
 )
 
 // ownedPrefix is how much of an existing file CheckOutput reads to tell
@@ -48,12 +50,10 @@ func CheckOutput(base string) error {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return fmt.Errorf("checkpoint %s: no folder %s to write it in (create it first)", jsonPath, dir)
 	}
-	probe, err := os.CreateTemp(dir, ".mase-write-check-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: cannot write in %s: %v", jsonPath, dir, errors.Unwrap(err))
+	if err := atomicfile.CanWrite(dir); err != nil {
+		return fmt.Errorf("checkpoint %s: cannot write in %s: %v", jsonPath, dir, err)
 	}
-	probe.Close()
-	return os.Remove(probe.Name())
+	return nil
 }
 
 // startsWithMark reports whether the first ownedPrefix bytes of the file

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,20 +56,12 @@ func tempPattern(base string) string {
 	return fmt.Sprintf(".%s.%d-*%s", base, os.Getpid(), Suffix)
 }
 
-// writerGone reports whether a temporary file's name carries the pid of a
-// process other than this one that is no longer alive.
+// writerGone reports whether a temporary file's name carries, after its
+// last dot (".NAME.PID-RANDOM.incomplete"), the pid of a process other
+// than this one that is no longer alive.
 func writerGone(name string) bool {
 	rest := strings.TrimSuffix(name, Suffix)
-	dash := strings.LastIndexByte(rest, '-')
-	if dash < 0 {
-		return false
-	}
-	dot := strings.LastIndexByte(rest[:dash], '.')
-	pid, err := strconv.Atoi(rest[dot+1 : dash])
-	if dot < 0 || err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return !scratch.ProcessAlive(pid)
+	return scratch.OwnerGone(rest[strings.LastIndexByte(rest, '.')+1:])
 }
 
 // live are the temporary files this process's Saves are writing.

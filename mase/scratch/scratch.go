@@ -41,9 +41,7 @@ func Sweep(parent, prefix string) []string {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		pidText, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), prefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid) {
+		if !OwnerGone(strings.TrimPrefix(e.Name(), prefix)) {
 			continue
 		}
 		p := filepath.Join(parent, e.Name())
@@ -52,4 +50,15 @@ func Sweep(parent, prefix string) []string {
 		}
 	}
 	return removed
+}
+
+// OwnerGone reports whether tag, the part of a temporary file's or
+// folder's name that begins with the pid of the process that made it
+// ("PID-" and anything), names a process other than this one that is no
+// longer alive: what it left may be removed. A tag without a pid is never
+// gone.
+func OwnerGone(tag string) bool {
+	pidText, _, ok := strings.Cut(tag, "-")
+	pid, err := strconv.Atoi(pidText)
+	return ok && err == nil && pid > 0 && pid != os.Getpid() && !ProcessAlive(pid)
 }
