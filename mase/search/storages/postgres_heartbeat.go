@@ -107,11 +107,7 @@ func (p *PostgresStorage) UnjudgedTrials(study string) ([]studydata.UnjudgedTria
 	var out []studydata.UnjudgedTrial
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
 		out = nil
-		var id int64
-		err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoStudy(study)
-		}
+		id, err := studyID(ctx, tx, study)
 		if err != nil {
 			return err
 		}
@@ -152,11 +148,7 @@ func (p *PostgresStorage) FailStale(study string, retries int) ([]studydata.Stal
 	var cands []candidate
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
 		cands = nil
-		var id int64
-		err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoStudy(study)
-		}
+		id, err := studyID(ctx, tx, study)
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,16 @@ func lockStudy(ctx context.Context, tx pgx.Tx, study string) (int64, error) {
 	return id, err
 }
 
+// studyID returns the id of a study (no lock taken).
+func studyID(ctx context.Context, tx pgx.Tx, study string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errNoStudy(study)
+	}
+	return id, err
+}
+
 // nextNumber takes the next trial number of a study whose row is locked.
 func nextNumber(ctx context.Context, tx pgx.Tx, id int64) (int, error) {
 	var number int
@@ -427,11 +437,7 @@ func (p *PostgresStorage) FinishTrial(study string, number int, state studydata.
 func (p *PostgresStorage) Trials(study string) ([]studydata.FrozenTrial, error) {
 	var out []studydata.FrozenTrial
 	err := p.read(func(ctx context.Context, tx pgx.Tx) error {
-		var id int64
-		err := tx.QueryRow(ctx, "SELECT id FROM gomase_studies WHERE name = $1", study).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoStudy(study)
-		}
+		id, err := studyID(ctx, tx, study)
 		if err != nil {
 			return err
 		}
